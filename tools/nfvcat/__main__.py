@@ -1,0 +1,3 @@
+from nfvcat.cli import main
+
+raise SystemExit(main())

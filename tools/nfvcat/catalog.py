@@ -1,0 +1,63 @@
+"""Where the catalog is and which files belong to it."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+CATALOG_DIRS = ("flavors", "templates", "vnfd", "hooks")
+SUFFIXES = (".yaml", ".yml", ".json", ".zip", ".csar", ".cfg")
+SITE_PROFILE = Path("templates") / "site-profile.yaml"
+
+
+def find_root(start: str | None = None) -> Path | None:
+    """The nearest directory at or above ``start`` (default: cwd) holding the catalog directories;
+    else the repository this package is installed from."""
+    here = Path(start or os.getcwd()).resolve()
+    for candidate in (here, *here.parents):
+        if (candidate / "templates").is_dir() and (candidate / "flavors").is_dir():
+            return candidate
+    repo = Path(__file__).resolve().parents[2]
+    if (repo / "templates").is_dir() and (repo / "flavors").is_dir():
+        return repo
+    return None
+
+
+def walk(directory: Path) -> list[Path]:
+    """Files below ``directory`` that may be documents, in a stable order; hidden ones are skipped."""
+    out = []
+    for dirpath, dirnames, filenames in os.walk(directory):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d != "__pycache__")
+        for name in sorted(filenames):
+            if not name.startswith(".") and name.endswith(SUFFIXES):
+                out.append(Path(dirpath) / name)
+    return out
+
+
+def catalog_files(root: Path) -> list[Path]:
+    files: list[Path] = []
+    for d in CATALOG_DIRS:
+        if (root / d).is_dir():
+            files.extend(walk(root / d))
+    return files
+
+
+def entry_of(path: Path) -> Path | None:
+    """The entry directory (the nearest one with an entry.yaml) a file belongs to."""
+    for parent in path.resolve().parents:
+        if (parent / "entry.yaml").is_file():
+            return parent
+        if parent.name in CATALOG_DIRS:
+            return None
+    return None
+
+
+def examples_of(entry_dir: Path) -> list[Path]:
+    ex = entry_dir / "examples"
+    return sorted(p for p in ex.iterdir() if p.suffix in (".yaml", ".yml")) if ex.is_dir() else []
+
+
+def main_template(entry_dir: Path, entry: Any) -> Path | None:
+    name = entry.get("template") if isinstance(entry, dict) else None
+    return (entry_dir / name).resolve() if isinstance(name, str) else None

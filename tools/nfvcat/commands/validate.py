@@ -1,0 +1,77 @@
+"""``nfvcat validate [PATH ...]``: offline validation with Heat's, Nova's, tosca-parser's, tacker's and
+cloud-init's own code, plus nfvcat's rules where none of them looks.
+
+Exit codes: 0 no error (warnings allowed unless --strict); 1 usage error; 2 errors found (or warnings
+with --strict); 3 an engine could not run, so the result is incomplete.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from nfvcat import output
+from nfvcat.errors import EXIT_ENGINE, EXIT_FINDINGS, EXIT_OK, UserError
+from nfvcat.rules import all_rules
+from nfvcat.validate import Options, Report, validate_paths
+
+
+def _param(value: str) -> tuple[str, str]:
+    name, sep, val = value.partition("=")
+    if not sep or not name:
+        raise argparse.ArgumentTypeError(f"expected name=value, got {value!r}")
+    return name, val
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("validate", help="validate templates, VNFDs, packages, flavors and day-0 data offline",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("paths", nargs="*", metavar="PATH",
+                   help="files or directories (default: the whole catalog)")
+    p.add_argument("-e", "--environment", action="append", default=[], metavar="ENV",
+                   help="Heat environment file for the templates (repeatable)")
+    p.add_argument("-P", "--parameter", action="append", default=[], type=_param, metavar="NAME=VALUE",
+                   help="template parameter (repeatable)")
+    p.add_argument("--format", choices=("text", "json", "sarif"), default="text")
+    p.add_argument("--strict", action="store_true", help="warnings fail too")
+    p.add_argument("--site", metavar="FILE", help="site profile: which physnet is SR-IOV, which OVS-DPDK")
+    p.add_argument("--no-cache", action="store_true", help="run every engine, ignore cached results")
+    p.add_argument("--timings", action="store_true", help="print where the time went (stderr)")
+    p.set_defaults(func=run)
+
+
+def exit_code(report: Report, strict: bool) -> int:
+    if report.engine_failed:
+        return EXIT_ENGINE
+    failing = {"error", "warning"} if strict else {"error"}
+    return EXIT_FINDINGS if any(f.severity in failing for f in report.findings) else EXIT_OK
+
+
+def run(args: argparse.Namespace) -> int:
+    for env in args.environment:
+        try:
+            with open(env, "rb"):
+                pass
+        except OSError as exc:
+            raise UserError(f"environment file {env}: {exc.strerror}") from None
+    options = Options(environments=args.environment, parameters=dict(args.parameter), site=args.site,
+                      use_cache=not args.no_cache)
+    report = validate_paths(args.paths, options)
+    if args.format == "json":
+        print(output.as_json(report.findings))
+    elif args.format == "sarif":
+        print(output.sarif(report.findings, all_rules()))
+    else:
+        print(output.text(report.findings, report.files))
+    if args.timings:
+        print(timings_text(report), file=sys.stderr)
+    return exit_code(report, args.strict)
+
+
+def timings_text(report: Report) -> str:
+    lines = [f"timings: {report.files} file(s), {sum(report.jobs.values())} engine job(s), "
+             f"{report.cache_hits} from cache"]
+    for name, seconds in sorted(report.timings.items(), key=lambda kv: (kv[0] == "total", kv[0])):
+        jobs = report.jobs.get(name.removeprefix("engine "), "")
+        lines.append(f"  {name:<16} {seconds:7.3f} s" + (f"  ({jobs} job(s))" if jobs else ""))
+    return "\n".join(lines)

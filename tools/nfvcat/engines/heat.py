@@ -1,0 +1,205 @@
+"""Heat engine: openstack-heat's own template and resource validation, in-process and offline.
+
+Three cloud look-ups are neutralised (service availability, client-backed custom constraints such as
+nova.flavor or glance.image, and name-to-id resolution); everything else is Heat's code in strict mode,
+which checks value types, allowed values and references. Parameters without a value get a placeholder
+that satisfies their type and constraints, as a user's real value would.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any
+from urllib.parse import unquote, urlparse
+
+from nfvcat.engines.worker import Job, Result, finding, serve
+
+ENGINE = "heat"
+_PLACEHOLDER_STRINGS = ["placeholder", "a", "0", "1", "a1", "192.0.2.1", "192.0.2.0/24",
+                        "fa:16:3e:00:00:01", "example.org", "2026-01-01T00:00:00Z"]
+_CONSTRAINT_PLACEHOLDERS = {
+    "ip_addr": "192.0.2.1", "net_cidr": "192.0.2.0/24", "ip_or_cidr": "192.0.2.0/24",
+    "mac_addr": "fa:16:3e:00:00:01", "iso_8601": "2026-01-01T00:00:00Z", "cron_expression": "0 * * * *",
+    "dns_name": "vnf.example.org", "dns_domain": "example.org.", "rel_dns_name": "vnf",
+    "expiration": "2099-01-01T00:00:00Z", "json_string": "{}", "timezone": "UTC",
+}
+
+_state: dict[str, Any] = {}
+
+
+def setup() -> None:
+    from heat.common import config, context
+    from heat.engine import constraints, resource, resources, translation
+    from heatclient.common import template_utils, utils
+
+    config.cfg.CONF([], project="heat", default_config_files=[])
+    resources.initialise()
+
+    def _no_service_check(cls: Any, *args: Any, **kwargs: Any) -> None:
+        return None
+
+    resource.Resource._validate_service_availability = classmethod(_no_service_check)  # type: ignore
+    constraints.BaseCustomConstraint.validate = lambda self, value, context, template=None: True
+    translation.resolve_and_find = lambda value, *a, **k: value
+
+    def _local_only(url: str) -> bytes:
+        if urlparse(url).scheme != "file":
+            raise ValueError(f"not fetched offline: {url}")
+        with open(unquote(urlparse(url).path), "rb") as f:
+            return f.read()
+
+    utils.read_url_content = _local_only
+    template_utils.utils.read_url_content = _local_only
+    _state["ctx"] = context.get_admin_context()
+
+
+def _placeholder(schema: Any) -> Any:
+    from heat.engine import constraints
+
+    kinds = {type(c).__name__: c for c in schema.constraints}
+    for c in schema.constraints:
+        if isinstance(c, constraints.CustomConstraint) and c.name in _CONSTRAINT_PLACEHOLDERS:
+            return _CONSTRAINT_PLACEHOLDERS[c.name]
+    if "AllowedValues" in kinds and kinds["AllowedValues"].allowed:
+        return kinds["AllowedValues"].allowed[0]
+    kind = {"number": "Number", "boolean": "Boolean", "json": "Json",
+            "comma_delimited_list": "CommaDelimitedList"}.get(schema.type, schema.type)
+    if kind == "Number":
+        rng = kinds.get("Range")
+        if rng is not None:
+            return rng.min if rng.min is not None else rng.max
+        return 1
+    if kind == "Boolean":
+        return "false"
+    if kind == "Json":
+        return "{}"
+    length = kinds.get("Length")
+    count = max(1, length.min or 1) if length is not None else 1
+    if kind == "CommaDelimitedList":
+        return ",".join(["a"] * count)
+    pattern = kinds.get("AllowedPattern")
+    for candidate in _PLACEHOLDER_STRINGS:
+        value = candidate * count if len(candidate) < count else candidate
+        if pattern is None or re.match(pattern.pattern + r"\Z", value):
+            return value
+    return "x" * count
+
+
+def _path_of(url: str) -> str:
+    return unquote(urlparse(url).path) if url.startswith("file:") else url
+
+
+def check(job: Job) -> Result:
+    from heat.common import exception, template_format
+    from heat.engine import environment, stack, template
+    from heatclient.common import template_utils
+
+    path = job["file"]
+    deps: dict[str, None] = {}
+    if job.get("kind") == "environment":
+        return {"findings": _environment(path), "deps": deps}
+    try:
+        files, tpl = template_utils.get_template_contents(template_file=path)
+        env_files, env = template_utils.process_multiple_environments_and_files(
+            env_paths=job.get("environments") or None)
+    except Exception as exc:  # a nested template or get_file that cannot be read
+        return {"findings": [finding("E1002", [], f"cannot bundle the template: {exc}", ENGINE)], "deps": deps}
+    files.update(env_files)
+    for url in files:
+        deps[_path_of(url)] = None
+    for env_path in job.get("environments") or []:
+        deps[os.path.abspath(env_path)] = None
+
+    params = dict(env.get("parameters") or {})
+    params.update(job.get("parameters") or {})
+    env["parameters"] = params
+    findings: list[dict[str, Any]] = []
+    try:
+        tmpl = template.Template(tpl, files=files, env=environment.Environment(env))
+        for name, schema in tmpl.param_schemata().items():
+            if name not in params and schema.default is None and name not in (env.get("parameter_defaults") or {}):
+                params[name] = _placeholder(schema)
+        tmpl = template.Template(tpl, files=files, env=environment.Environment(env))
+        stk = stack.Stack(_state["ctx"], "nfvcat-validate", tmpl, strict_validate=True)
+        _validate(stk, findings)
+    except exception.StackValidationFailed as exc:
+        findings.append(finding("E1001", exc.path, exc.error_message, ENGINE))
+    except exception.HeatException as exc:
+        findings.append(finding("E1001", getattr(exc, "path", []) or [], str(exc), ENGINE))
+    except template_format.yaml.YAMLError as exc:
+        findings.append(finding("E0001", [], f"invalid YAML: {exc}", ENGINE))
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:
+        findings.append(finding("E1001", [], f"{type(exc).__name__}: {exc}", ENGINE))
+    return {"findings": findings, "deps": deps}
+
+
+def _environment(path: str) -> list[dict[str, Any]]:
+    """Heat's own environment parser and loader: sections, types, resource_registry entries."""
+    from heat.common import environment_format
+    from heat.engine import environment
+
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    try:
+        env = environment_format.parse(text)
+        environment.Environment(env)
+    except ValueError as exc:
+        return [finding("E1004", [], str(exc), ENGINE)]
+    except Exception as exc:
+        return [finding("E1004", [], f"{type(exc).__name__}: {exc}", ENGINE)]
+    return []
+
+
+def _validate(stk: Any, findings: list[dict[str, Any]]) -> None:
+    """Heat's ``Stack.validate(validate_res_tmpl_only=True)``, going on past the first bad resource.
+
+    The stack-level checks stop at their first error as Heat's do; each resource and output is then
+    validated on its own so that one run reports every broken resource. Resources whose full
+    ``validate()`` needs a cloud fall back to ``validate_template()``, as Heat's own template
+    validation does.
+    """
+    from heat.common import exception
+    from heat.engine import parameter_groups
+
+    stk.t.validate()
+    stk.parameters.validate(context=stk.context, validate_value=True)
+    parameter_groups.ParameterGroups(stk.t).validate()
+    stk.t.conditions(stk).validate()
+    resources = stk.resources
+    dup = set(stk.parameters) & set(resources)
+    if dup:
+        raise exception.StackValidationFailed(message=f"Duplicate names {sorted(dup)}")
+    stk._update_all_resource_data(for_resources=True, for_outputs=True)
+    section = stk.t.get_section_name(stk.t.RESOURCES)
+    for res in stk.dependencies:
+        try:
+            try:
+                result = res.validate()
+            except exception.StackValidationFailed:
+                raise
+            except Exception:  # needs a cloud (Nova, Keystone...): template-level validation only
+                result = res.validate_template()
+            if result:
+                findings.append(finding("E1001", [section, res.name], str(result), ENGINE))
+        except exception.StackValidationFailed as exc:
+            path = list(exc.path)
+            if path[:1] != [section]:
+                path = [section, res.name, *path]
+            findings.append(finding("E1001", path, exc.error_message, ENGINE))
+        except exception.HeatException as exc:
+            findings.append(finding("E1001", [section, res.name], str(exc), ENGINE))
+    out_section = stk.t.get_section_name(stk.t.OUTPUTS)
+    for name, output in stk.outputs.items():
+        try:
+            output.validate()
+        except exception.StackValidationFailed as exc:
+            findings.append(finding("E1001", [out_section, name, *exc.path[1:]], exc.error_message, ENGINE))
+
+
+def main() -> None:
+    serve(ENGINE, setup, check)
+
+
+if __name__ == "__main__":
+    main()

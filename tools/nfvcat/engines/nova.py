@@ -1,0 +1,117 @@
+"""Nova engine: Nova's own extra-spec validators, then the cross-key checks Nova's API runs at boot.
+
+Per flavor: every key goes through ``nova.api.validation.extra_specs.validators.validate`` (what the
+API does at microversion 2.86+), unknown namespaces are reported (Nova lets them pass silently), then
+``nova.compute.api.API._validate_flavor_image_numa_pci`` runs ``numa_get_constraints`` and the other
+constraint getters exactly as Nova does when a server is created with the flavor.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from nfvcat.engines.worker import Job, Result, finding, serve
+
+ENGINE = "nova"
+_state: dict[str, Any] = {}
+
+# Nova exception -> the extra spec the problem is about (for the line number).
+_KEY_OF = {
+    "CPUThreadPolicyConfigurationInvalid": "hw:cpu_thread_policy",
+    "RealtimeConfigurationInvalid": "hw:cpu_realtime",
+    "RealtimeMaskNotFoundOrInvalid": "hw:cpu_realtime_mask",
+    "BadRequirementEmulatorThreadsPolicy": "hw:emulator_threads_policy",
+    "InvalidEmulatorThreadsPolicy": "hw:emulator_threads_policy",
+    "InvalidCPUThreadAllocationPolicy": "hw:cpu_thread_policy",
+    "InvalidCPUAllocationPolicy": "hw:cpu_policy",
+    "InvalidNUMANodesNumber": "hw:numa_nodes",
+    "ImageNUMATopologyIncomplete": "hw:numa_nodes",
+    "ImageNUMATopologyAsymmetric": "hw:numa_nodes",
+    "ImageNUMATopologyCPUOutOfRange": "hw:numa_cpus",
+    "ImageNUMATopologyCPUDuplicates": "hw:numa_cpus",
+    "ImageNUMATopologyCPUsUnassigned": "hw:numa_cpus",
+    "ImageNUMATopologyMemoryOutOfRange": "hw:numa_mem",
+    "MemoryPageSizeInvalid": "hw:mem_page_size",
+    "InvalidPCINUMAAffinity": "hw:pci_numa_affinity_policy",
+    "PciRequestAliasNotDefined": "pci_passthrough:alias",
+    "PciInvalidAlias": "pci_passthrough:alias",
+    "RequiredMixedInstancePolicy": "hw:cpu_policy",
+    "RequiredMixedOrRealtimeCPUMask": "hw:cpu_dedicated_mask",
+    "InvalidMixedInstanceDedicatedMask": "hw:cpu_dedicated_mask",
+    "MixedInstanceNotSupportByComputeService": "hw:cpu_policy",
+    "ImageVCPULimitsRangeExceeded": "hw:cpu_max_sockets",
+    "ImageVCPUTopologyRangeExceeded": "hw:cpu_sockets",
+    "FlavorImageConflict": "hw:mem_encryption",
+    "InvalidRequest": "",
+}
+
+
+def setup() -> None:
+    from nova import config, objects
+    from nova.api.validation.extra_specs import validators
+
+    config.CONF([], project="nova", default_config_files=[])
+    objects.register_all()
+    validators.load_validators()
+    _state["namespaces"] = {name.split(":", 1)[0] for name in validators.VALIDATORS if ":" in name}
+    _state["namespaces"] |= set(validators.NAMESPACES)
+
+
+def _key_for(exc: Exception, specs: dict[str, str]) -> list[str]:
+    key = _KEY_OF.get(type(exc).__name__, "")
+    if key in specs:
+        return [key]
+    matches = [k for k in specs if key and k.startswith(key)]
+    return [matches[0]] if matches else []
+
+
+def check(job: Job) -> Result:
+    import re
+
+    from nova import exception, objects
+    from nova.api.validation.extra_specs import validators
+    from nova.compute import api as compute_api
+    from oslo_config import cfg
+
+    specs = {str(k): str(v) for k, v in (job.get("extra_specs") or {}).items()}
+    findings: list[dict[str, Any]] = []
+    for key, value in specs.items():
+        try:
+            validators.validate(key, value)
+        except exception.ValidationError as exc:
+            findings.append(finding("E2001", [key], str(exc), ENGINE))
+            continue
+        if ":" in key:
+            ns = key.split(":", 1)[0]
+            if not any(re.fullmatch(n, ns) for n in _state["namespaces"]):
+                findings.append(finding(
+                    "W2003", [key], f"extra spec namespace '{ns}' is not one Nova knows: '{key}' is "
+                    "ignored by Nova and by the scheduler unless a filter of the site's reads it", ENGINE))
+    if findings and any(f["id"] == "E2001" for f in findings):
+        return {"findings": findings, "deps": {}}
+
+    flavor = objects.Flavor(
+        name=str(job.get("name") or "flavor"), flavorid="nfvcat", vcpus=int(job.get("vcpus") or 1),
+        memory_mb=int(job.get("ram") or 512), root_gb=int(job.get("disk") or 0), ephemeral_gb=0, swap=0,
+        extra_specs=specs)
+    image = {"properties": dict(job.get("image_properties") or {})}
+    aliases = job.get("pci_alias")
+    if aliases:
+        cfg.CONF.set_override("alias", list(aliases), "pci")
+    try:
+        compute_api.API._validate_flavor_image_numa_pci(image, flavor, validate_numa=True,
+                                                        validate_pci=bool(aliases))
+    except (exception.Invalid, exception.NovaException, ValueError) as exc:
+        findings.append(finding("E2002", _key_for(exc, specs), f"{type(exc).__name__}: {exc}", ENGINE))
+    finally:
+        if aliases:
+            cfg.CONF.clear_override("alias", "pci")
+    return {"findings": findings, "deps": {}}
+
+
+def main() -> None:
+    serve(ENGINE, setup, check)
+
+
+if __name__ == "__main__":
+    main()

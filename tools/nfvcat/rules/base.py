@@ -1,0 +1,56 @@
+"""The rule model (after cfn-lint): one class per rule, one file per rule, grouped by domain.
+
+Id ranges: 0xxx parsing and entry metadata, 1xxx HOT, 2xxx flavors and EPA, 3xxx provider networks and
+ports, 4xxx TOSCA and VNFD, 5xxx service chains, 6xxx day-0 user data.
+
+A rule either checks documents in-process (``check``) or documents a finding an engine emits
+(``engine`` names it; its ``check`` yields nothing). Either way it yields RawFinding objects whose key
+path the runner maps to file:line:col.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from nfvcat.documents import Document
+from nfvcat.findings import RawFinding
+
+
+@dataclass
+class SiteProfile:
+    """Which physnet is SR-IOV and which OVS-DPDK, and their VLAN ranges."""
+
+    path: str = ""
+    physnets: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def physnet_type(self, name: Any) -> str | None:
+        entry = self.physnets.get(name) if isinstance(name, str) else None
+        return entry.get("type") if isinstance(entry, dict) else None
+
+
+@dataclass
+class Context:
+    site: SiteProfile = field(default_factory=SiteProfile)
+    parameters: dict[str, Any] = field(default_factory=dict)  # -P and -e parameters
+    flavors: dict[str, dict[str, Any]] = field(default_factory=dict)  # catalog flavors by name
+
+
+class Rule:
+    id: ClassVar[str] = ""
+    shortdesc: ClassVar[str] = ""
+    description: ClassVar[str] = ""
+    source_url: ClassVar[str] = ""
+    engine: ClassVar[str] = "nfvcat"
+    kinds: ClassVar[tuple[str, ...]] = ()  # document kinds ``check`` looks at
+
+    @property
+    def severity(self) -> str:
+        return {"E": "error", "W": "warning", "I": "informational"}[self.id[0]]
+
+    def check(self, doc: Document, ctx: Context) -> Iterator[RawFinding]:
+        return iter(())
+
+    def finding(self, path: tuple[Any, ...] | list[Any], message: str) -> RawFinding:
+        return RawFinding(self.id, tuple(path), message, self.engine)

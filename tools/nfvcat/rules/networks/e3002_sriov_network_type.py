@@ -1,0 +1,30 @@
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from nfvcat import hot
+from nfvcat.documents import Document
+from nfvcat.findings import RawFinding
+from nfvcat.rules.base import Context, Rule
+
+
+class SriovNetworkType(Rule):
+    id = "E3002"
+    shortdesc = "SR-IOV port on a network that is not vlan or flat"
+    description = ("A VF (vnic_type direct, direct-physical or macvtap) is bound by the sriovnicswitch "
+                   "mechanism driver, which supports only vlan and flat segments; on a vxlan or geneve network "
+                   "the port ends in binding_failed and the server in ERROR.")
+    source_url = "https://docs.openstack.org/neutron/latest/admin/config-sriov.html"
+    kinds = ("hot",)
+
+    def check(self, doc: Document, ctx: Context) -> Iterator[RawFinding]:
+        for name, port in hot.resources(doc.data, "OS::Neutron::Port"):
+            vnic = hot.resolve(doc.data, hot.props(port).get("binding:vnic_type"), ctx.parameters)
+            if vnic not in hot.SRIOV_VNIC_TYPES:
+                continue
+            net = hot.network_of(doc.data, port)
+            ntype = hot.resolve(doc.data, net.get("network_type"), ctx.parameters) if net else None
+            if isinstance(ntype, str) and ntype not in ("vlan", "flat"):
+                yield self.finding(("resources", name, "properties", "binding:vnic_type"),
+                                   f"vnic_type {vnic} needs a vlan or flat network, "
+                                   f"'{hot.props(port).get('network')}' is {ntype}")

@@ -1,0 +1,1 @@
+"""0xxx: reading files, parsing them, entry metadata, the engines themselves."""

@@ -1,0 +1,24 @@
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from nfvcat.documents import Document
+from nfvcat.findings import RawFinding
+from nfvcat.rules.base import Context, Rule
+
+HEAT_MAX_TEMPLATE_SIZE = 524288  # heat.conf [DEFAULT] max_template_size default
+
+
+class TooLarge(Rule):
+    id = "E0004"
+    shortdesc = "File or archive too large"
+    description = ("A document over the size limit, a HOT template over Heat's max_template_size "
+                   "(524288 bytes by default), or a CSAR whose members expand beyond the limit.")
+    source_url = "https://docs.openstack.org/heat/latest/configuration/config-options.html"
+    kinds = ("hot",)
+    blocks_engines = True
+
+    def check(self, doc: Document, ctx: Context) -> Iterator[RawFinding]:
+        if len(doc.raw) > HEAT_MAX_TEMPLATE_SIZE:
+            yield self.finding((), f"template is {len(doc.raw)} bytes; Heat's max_template_size is "
+                               f"{HEAT_MAX_TEMPLATE_SIZE}")

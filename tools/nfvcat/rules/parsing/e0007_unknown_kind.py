@@ -1,0 +1,10 @@
+from nfvcat.rules.base import Rule
+
+
+class UnknownKind(Rule):
+    id = "E0007"
+    shortdesc = "Not a document nfvcat knows"
+    description = ("A file given explicitly is neither a HOT template, a Heat environment, a TOSCA service "
+                   "template, a SOL001 VNFD, a CSAR, a cloud-config, nor a catalog entry, flavor, site "
+                   "profile or inventory.")
+    source_url = "https://docs.openstack.org/heat/latest/template_guide/hot_spec.html"

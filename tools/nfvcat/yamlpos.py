@@ -1,0 +1,135 @@
+"""YAML loading that keeps the line and column of every key and value.
+
+Parses the way Heat does (timestamps such as ``heat_template_version: 2021-04-16`` stay strings), and
+refuses inputs that would exhaust memory or time: files over a size limit, alias bombs, deep nesting.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+MAX_BYTES = 8 * 1024 * 1024
+MAX_EXPANDED_NODES = 500_000
+MAX_DEPTH = 200
+
+Path = tuple[Any, ...]
+
+
+class DocumentError(Exception):
+    """The text cannot be turned into data; ``line``/``column`` are 1-based."""
+
+    def __init__(self, rule_id: str, message: str, line: int = 1, column: int = 1):
+        super().__init__(message)
+        self.rule_id = rule_id
+        self.message = message
+        self.line = line
+        self.column = column
+
+
+class _Loader(yaml.SafeLoader):
+    pass
+
+
+def _timestamp_as_string(loader: yaml.SafeLoader, node: yaml.Node) -> Any:
+    return loader.construct_scalar(node)  # type: ignore[arg-type]
+
+
+_Loader.add_constructor("tag:yaml.org,2002:timestamp", _timestamp_as_string)
+
+
+@dataclass
+class Positions:
+    """Maps a key path to (line, column) of the key (for mappings) or of the item (for sequences)."""
+
+    marks: dict[Path, tuple[int, int]] = field(default_factory=dict)
+    duplicates: list[tuple[Path, int, int]] = field(default_factory=list)
+
+    def locate(self, path: Path) -> tuple[int, int]:
+        """The position of the longest prefix of ``path`` that exists in the document."""
+        path = tuple(path)
+        while path:
+            if path in self.marks:
+                return self.marks[path]
+            path = path[:-1]
+        return self.marks.get((), (1, 1))
+
+
+def _mark(node: yaml.Node) -> tuple[int, int]:
+    return node.start_mark.line + 1, node.start_mark.column + 1
+
+
+def _expanded_size(node: yaml.Node, memo: dict[int, int], depth: int = 0) -> int:
+    if depth > MAX_DEPTH:
+        raise DocumentError("E0003", f"YAML nesting deeper than {MAX_DEPTH} levels", *_mark(node))
+    key = id(node)
+    if key in memo:
+        return memo[key]
+    memo[key] = 1  # breaks recursive aliases
+    size = 1
+    if isinstance(node, yaml.MappingNode):
+        for k, v in node.value:
+            size += _expanded_size(k, memo, depth + 1) + _expanded_size(v, memo, depth + 1)
+    elif isinstance(node, yaml.SequenceNode):
+        for item in node.value:
+            size += _expanded_size(item, memo, depth + 1)
+    memo[key] = size
+    if size > MAX_EXPANDED_NODES:
+        raise DocumentError(
+            "E0003", f"YAML expands to more than {MAX_EXPANDED_NODES} nodes (alias bomb?)", *_mark(node)
+        )
+    return size
+
+
+def _record(node: yaml.Node, path: Path, pos: Positions, seen: set[int]) -> None:
+    if id(node) in seen:  # an alias already recorded: do not walk it again
+        return
+    seen.add(id(node))
+    if isinstance(node, yaml.MappingNode):
+        keys: set[Any] = set()
+        for k, v in node.value:
+            key = k.value if isinstance(k, yaml.ScalarNode) else None
+            if key is None:
+                continue
+            if key in keys:
+                pos.duplicates.append((path + (key,), *_mark(k)))
+            keys.add(key)
+            pos.marks[path + (key,)] = _mark(k)
+            _record(v, path + (key,), pos, seen)
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            pos.marks[path + (i,)] = _mark(item)
+            _record(item, path + (i,), pos, seen)
+
+
+def load(text: str) -> tuple[Any, Positions]:
+    """Parse one YAML (or JSON) document; return the data and the positions of its keys."""
+    if len(text.encode("utf-8", "surrogatepass")) > MAX_BYTES:
+        raise DocumentError("E0004", f"file larger than {MAX_BYTES // (1024 * 1024)} MiB")
+    try:
+        loader = _Loader(text)
+        try:
+            node = loader.get_single_node()
+            pos = Positions()
+            if node is None:
+                return None, pos
+            _expanded_size(node, {})
+            pos.marks[()] = _mark(node)
+            _record(node, (), pos, set())
+            data = loader.construct_document(node)
+        finally:
+            loader.dispose()
+    except DocumentError:
+        raise
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+        problem = " ".join(str(p) for p in (exc.context, exc.problem) if p)
+        raise DocumentError("E0001", f"invalid YAML: {problem}", line, col) from None
+    except RecursionError:
+        raise DocumentError("E0003", "YAML nesting too deep") from None
+    except (yaml.YAMLError, ValueError, TypeError) as exc:
+        raise DocumentError("E0001", f"invalid YAML: {exc}".splitlines()[0]) from None
+    return data, pos

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Sets nfvcat up on a fresh Debian or Ubuntu machine: Debian packages (apt-get), then .venv/ at the
+# repository root with every Python package pinned by constraints.txt, then cloud-init's schema
+# unpacked from Debian's cloud-init package into .venv (cloud-init is never installed or run here).
+# Idempotent: a second run only checks.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+venv="$root/.venv"
+say() { printf '[setup] %s\n' "$*" >&2; }
+
+debs=(python3 python3-venv python3-dev gcc make git)
+missing=()
+for p in "${debs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+have_py() { command -v python3.11 >/dev/null 2>&1 && python3.11 -c 'import venv, ensurepip' 2>/dev/null; }
+if [ "${#missing[@]}" -gt 0 ] && ! { have_py && command -v gcc >/dev/null; }; then
+  say "apt-get install ${missing[*]}"
+  sudo_=""; [ "$(id -u)" = 0 ] || sudo_="sudo"
+  $sudo_ apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo_ apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+py=$(command -v python3.11 || command -v python3)
+"$py" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' || { say "Python 3.11 is required, $py is not"; exit 1; }
+
+stamp="$venv/.nfvcat-setup"
+want=$(cat constraints.txt pyproject.toml tools/setup.sh | sha256sum | cut -d' ' -f1)
+if [ ! -x "$venv/bin/nfvcat" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  say "creating $venv"
+  "$py" -m venv "$venv"
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check --upgrade "pip==26.3" "setuptools==80.9.0" "wheel==0.48.0"
+  say "pip install (pinned by constraints.txt)"
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check -c constraints.txt -e ".[test]"
+  echo "$want" > "$stamp"
+fi
+
+schema_dir="$venv/share/nfvcat/cloud-init"
+if [ ! -f "$schema_dir/schema-cloud-config-v1.json" ]; then
+  say "unpacking cloud-init's schema from Debian's cloud-init package"
+  tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+  ( cd "$tmp" && apt-get download cloud-init >/dev/null 2>&1 ) || {
+    sudo_=""; [ "$(id -u)" = 0 ] || sudo_="sudo"; $sudo_ apt-get update -qq; ( cd "$tmp" && apt-get download cloud-init >/dev/null ); }
+  dpkg-deb -x "$tmp"/cloud-init_*.deb "$tmp/x"
+  mkdir -p "$schema_dir"
+  cp "$tmp"/x/usr/lib/python3/dist-packages/cloudinit/config/schemas/*.json "$schema_dir/"
+  dpkg-deb -f "$tmp"/cloud-init_*.deb Version > "$schema_dir/VERSION"
+fi
+say "ready: $venv/bin/nfvcat"
