@@ -93,6 +93,8 @@ def read(path: str) -> Document:
     if zipfile.is_zipfile(path):
         doc.kind = "csar"
         return doc
+    if doc.raw.startswith(b"PK\x03\x04") or path.endswith((".zip", ".csar")):
+        return problem("E0005", "not a readable ZIP archive (a CSAR must be one)")
     if not doc.raw.strip():
         return problem("E0005", "empty file")
     if b"\x00" in doc.raw:

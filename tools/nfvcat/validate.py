@@ -135,6 +135,11 @@ def _mem_mib(value: Any) -> int | None:
     return int(number * scale) if scale else None
 
 
+def _positive(value: Any, default: int) -> int:
+    """A size for Nova's objects; a bad one is reported by E2004, Nova gets the default."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and 0 < value < 2**31 else default
+
+
 def _string_specs(data: Any, specs: dict[str, Any], params: dict[str, Any]) -> dict[str, str]:
     from nfvcat import hot
 
@@ -262,10 +267,12 @@ class Validation:
             self.jobs.append(_Job("heat", doc, {"file": doc.abspath, "kind": "environment"}))
         elif kind == "flavor":
             data = doc.data
-            specs = data.get("extra_specs") if isinstance(data.get("extra_specs"), dict) else {}
+            specs = data.get("extra_specs")
+            specs = specs if isinstance(specs, dict) else {}
             self.jobs.append(_Job("nova", doc, {
-                "name": data.get("name"), "vcpus": data.get("vcpus"), "ram": data.get("ram"),
-                "disk": data.get("disk"), "extra_specs": _string_specs(None, specs, {}),
+                "name": str(data.get("name")), "vcpus": _positive(data.get("vcpus"), 1),
+                "ram": _positive(data.get("ram"), 512), "disk": _positive(data.get("disk"), 0),
+                "extra_specs": _string_specs(None, specs, {}),
                 "pci_alias": _pci_aliases(data)}, ("extra_specs",)))
         elif kind in ("tosca", "vnfd", "csar"):
             self.jobs.append(_Job("tosca", doc, {"file": doc.abspath, "kind": kind}))
@@ -276,20 +283,20 @@ class Validation:
                     mem = _mem_mib(_dig(compute, ("virtual_memory", "virtual_mem_size")))
                     self.jobs.append(_Job("nova", doc, {
                         "name": str(where[2]) if len(where) > 2 else "vdu",
-                        "vcpus": cpu if isinstance(cpu, int) else 1, "ram": mem or 512,
-                        "extra_specs": _string_specs(None, _dig(doc.data, where), {})}, where))
+                        "vcpus": _positive(cpu, 1), "ram": _positive(mem, 512),
+                        "extra_specs": _string_specs(None, _dig(doc.data, where) or {}, {})}, where))
 
     def _plan_hot_flavors(self, doc: Document, ctx: Context) -> None:
         from nfvcat import hot
 
         for name, body in hot.resources(doc.data, "OS::Nova::Flavor"):
             p = hot.props(body)
-            specs = p.get("extra_specs") if isinstance(p.get("extra_specs"), dict) else {}
+            specs = p.get("extra_specs")
+            specs = specs if isinstance(specs, dict) else {}
             vcpus = hot.resolve(doc.data, p.get("vcpus"), ctx.parameters)
             ram = hot.resolve(doc.data, p.get("ram"), ctx.parameters)
             self.jobs.append(_Job("nova", doc, {
-                "name": name, "vcpus": vcpus if isinstance(vcpus, int) and vcpus > 0 else 1,
-                "ram": ram if isinstance(ram, int) and ram > 0 else 512,
+                "name": name, "vcpus": _positive(vcpus, 1), "ram": _positive(ram, 512),
                 "extra_specs": _string_specs(doc.data, specs, ctx.parameters)},
                 ("resources", name, "properties", "extra_specs")))
 

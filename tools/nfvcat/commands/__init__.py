@@ -8,7 +8,7 @@ import importlib
 import pkgutil
 
 
-def register_all(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register_all(subparsers: argparse._SubParsersAction) -> None:
     for info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name):
         module = importlib.import_module(f"{__name__}.{info.name}")
         register = getattr(module, "register", None)

@@ -9,7 +9,7 @@ from nfvcat.rules import all_rules
 from nfvcat.rules.base import Rule
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("rules", help="list the validation rules")
     p.add_argument("--format", choices=("text", "json", "markdown"), default="text")
     p.set_defaults(func=run)

@@ -23,7 +23,7 @@ def _param(value: str) -> tuple[str, str]:
     return name, val
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("validate", help="validate templates, VNFDs, packages, flavors and day-0 data offline",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("paths", nargs="*", metavar="PATH",

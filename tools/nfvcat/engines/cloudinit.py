@@ -19,8 +19,10 @@ SCHEMA_NAME = "schema-cloud-config-v1.json"
 
 
 def schema_path() -> Path | None:
-    candidates = [os.environ.get("NFVCAT_CLOUD_INIT_SCHEMA", ""),
-                  os.path.join(sys.prefix, "share", "nfvcat", "cloud-init", SCHEMA_NAME),
+    override = os.environ.get("NFVCAT_CLOUD_INIT_SCHEMA")
+    if override:
+        return Path(override) if os.path.isfile(override) else None
+    candidates = [os.path.join(sys.prefix, "share", "nfvcat", "cloud-init", SCHEMA_NAME),
                   f"/usr/lib/python3/dist-packages/cloudinit/config/schemas/{SCHEMA_NAME}"]
     for c in candidates:
         if c and os.path.isfile(c):

@@ -39,7 +39,7 @@ def setup() -> None:
     def _no_service_check(cls: Any, *args: Any, **kwargs: Any) -> None:
         return None
 
-    resource.Resource._validate_service_availability = classmethod(_no_service_check)  # type: ignore
+    resource.Resource._validate_service_availability = classmethod(_no_service_check)
     constraints.BaseCustomConstraint.validate = lambda self, value, context, template=None: True
     translation.resolve_and_find = lambda value, *a, **k: value
 

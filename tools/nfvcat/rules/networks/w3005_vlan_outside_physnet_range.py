@@ -41,7 +41,11 @@ class VlanOutsidePhysnetRange(Rule):
                 continue
             vid = hot.resolve(doc.data, p.get("segmentation_id"), ctx.parameters)
             ranges = _ranges(ctx.site.physnets[physnet].get("vlan_ranges"))
-            if p.get("network_type") != "vlan" or not ranges or not isinstance(vid, int):
+            try:
+                vid = int(vid)  # a -P value is a string
+            except (TypeError, ValueError):
+                continue
+            if p.get("network_type") != "vlan" or not ranges:
                 continue
             if not any(lo <= vid <= hi for lo, hi in ranges):
                 yield self.finding(("resources", name, "properties", "segmentation_id"),

@@ -1,0 +1,31 @@
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+NFVCAT = [sys.executable, "-m", "nfvcat"]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _private_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Engine results are cached by content; tests start from an empty cache of their own."""
+    os.environ["NFVCAT_CACHE_DIR"] = str(tmp_path_factory.mktemp("nfvcat-cache"))
+
+
+def nfvcat(*args: str, cwd: Path | str = ROOT, env: dict[str, str] | None = None,
+           timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    """Run the real command line, as a user or a CI script would."""
+    return subprocess.run([*NFVCAT, *args], cwd=cwd, capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, **(env or {})})
+
+
+def findings_of(*args: str, **kw: object) -> tuple[int, list[dict[str, object]]]:
+    proc = nfvcat("validate", "--format", "json", *args, **kw)  # type: ignore[arg-type]
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return proc.returncode, json.loads(proc.stdout)

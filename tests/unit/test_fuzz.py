@@ -1,0 +1,139 @@
+"""Fuzzing `nfvcat validate` with mutated templates, VNFDs, cloud-configs and CSARs.
+
+Two parts:
+- hypothesis drives the in-process path (reading, YAML positions, kind detection, every in-process
+  rule) with shrinking, on many inputs per second;
+- a batch of mutants goes through the real command (so through Heat, Nova, tosca-parser, tacker and
+  cloud-init in their worker processes) in one run. NFVCAT_FUZZ_INPUTS sets the batch size: a short
+  mode in the unit tier, 10,000 in `tox -e fuzz`. The seed is printed, so any failure replays.
+
+Either way: no traceback, no engine crash (E0009), no hang (the run has a deadline), exit 0 or 2 only.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import random
+import time
+import zipfile
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from nfvcat import documents
+from nfvcat.rules import all_rules
+from nfvcat.rules.base import Context
+from tests.conftest import ROOT, nfvcat
+
+SEED_GLOBS = ["tests/fixtures/rules/*/pass*.yaml", "tests/fixtures/rules/*/pass/**/*.yaml",
+              "templates/heat/**/*.yaml", "flavors/**/*.yaml", "hooks/**/*.yaml", "vnfd/**/*.yaml",
+              "templates/tosca/**/*.yaml"]
+TOKENS = ["", "null", "~", "[]", "{}", "-1", "0", "4095", "1e309", "'", '"', "&a", "*a", "!!binary x",
+          "{get_param: nope}", "{get_resource: nope}", "{get_attr: [x, y]}", "direct", "vlan", "dedicated",
+          "hw:cpu_policy: mixed", ": :", "- - -", "\t", "\x00", "é", "%", "!!python/object:os.system x",
+          "0x7fffffffffffffff", "2021-04-16", "type: OS::Nova::Server", "heat_template_version: 2013-05-23"]
+
+
+def seeds() -> list[Path]:
+    out: set[Path] = set()
+    for pattern in SEED_GLOBS:
+        out.update(p for p in ROOT.glob(pattern) if p.is_file() and p.stat().st_size < 200_000)
+    return sorted(out)
+
+
+def mutate(text: str, rng: random.Random) -> str:
+    lines = text.splitlines(keepends=True) or [""]
+    for _ in range(rng.choice([1, 1, 1, 2, 3])):
+        op = rng.randrange(7)
+        i = rng.randrange(len(lines))
+        if op == 0 and len(lines) > 1:
+            del lines[i]
+        elif op == 1:
+            lines.insert(i, lines[rng.randrange(len(lines))])
+        elif op == 2:
+            key, sep, _ = lines[i].partition(":")
+            lines[i] = f"{key}{sep or ':'} {rng.choice(TOKENS)}\n"
+        elif op == 3:
+            lines[i] = " " * rng.randint(0, 9) + lines[i].lstrip()
+        elif op == 4:
+            cut = rng.randrange(len(lines[i]) + 1)
+            lines[i] = lines[i][:cut] + rng.choice(TOKENS) + lines[i][cut:]
+        elif op == 5:
+            j = rng.randrange(len(lines))
+            lines[i], lines[j] = lines[j], lines[i]
+        else:
+            lines = lines[: i + 1]
+    return "".join(lines)
+
+
+def mutate_zip(members: dict[str, bytes], rng: random.Random) -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        for name, data in members.items():
+            if rng.random() < 0.1:
+                continue  # a missing member
+            if name.endswith((".yaml", ".meta", ".mf")) and rng.random() < 0.5:
+                data = mutate(data.decode("utf-8", "replace"), rng).encode()
+            z.writestr(rng.choice([name, name, name, "../" + name, "/abs/" + name]), data)
+    raw = bytearray(buf.getvalue())
+    for _ in range(rng.choice([0, 0, 0, 1, 5])):
+        raw[rng.randrange(len(raw))] = rng.randrange(256)
+    return bytes(raw)
+
+
+def csar_seeds() -> list[dict[str, bytes]]:
+    out = []
+    for path in sorted(ROOT.glob("tests/fixtures/rules/E40*/pass*.zip")) + sorted(ROOT.glob("build/*.zip")):
+        try:
+            with zipfile.ZipFile(path) as z:
+                out.append({n: z.read(n) for n in z.namelist()})
+        except (zipfile.BadZipFile, OSError):
+            continue
+    return out
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(min_value=0, max_value=len(seeds()) - 1), st.randoms(use_true_random=False),
+       st.binary(max_size=64))
+def test_in_process_path_never_raises(index: int, rng: random.Random, noise: bytes) -> None:
+    tmp = Path(os.environ.get("TMPDIR", "/tmp")) / f"nfvcat-fuzz-{os.getpid()}.yaml"
+    text = mutate(seeds()[index].read_text(encoding="utf-8"), rng)
+    tmp.write_bytes(text.encode("utf-8", "replace") + (noise if rng.random() < 0.2 else b""))
+    try:
+        doc = documents.read(str(tmp))
+        ctx = Context()
+        for rule in all_rules():
+            if doc.kind in rule.kinds and not doc.problems:
+                for raw in rule.check(doc, ctx):
+                    doc.locate(raw.path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def test_batch_through_every_engine(tmp_path: Path) -> None:
+    count = int(os.environ.get("NFVCAT_FUZZ_INPUTS", "120"))
+    seed = int(os.environ.get("NFVCAT_FUZZ_SEED", str(int(time.time()))))
+    print(f"fuzz: {count} inputs, NFVCAT_FUZZ_SEED={seed}")
+    rng = random.Random(seed)
+    texts = [(p, p.read_text(encoding="utf-8")) for p in seeds()]
+    zips = csar_seeds()
+    for n in range(count):
+        if zips and rng.random() < 0.05:
+            (tmp_path / f"m{n:05d}.zip").write_bytes(mutate_zip(rng.choice(zips), rng))
+            continue
+        src, text = rng.choice(texts)
+        (tmp_path / f"m{n:05d}{src.suffix}").write_text(mutate(text, rng), encoding="utf-8", errors="replace")
+    started = time.monotonic()
+    proc = nfvcat("validate", "--no-cache", "--format", "json", "--timings", str(tmp_path),
+                  timeout=max(600, count * 0.5))
+    elapsed = time.monotonic() - started
+    print(f"fuzz: validated {count} mutants in {elapsed:.1f} s; exit {proc.returncode}")
+    print(proc.stderr[-2000:])
+    assert "Traceback" not in proc.stderr
+    assert proc.returncode in (0, 2), proc.stderr[-2000:]
+    findings = json.loads(proc.stdout)
+    crashes = [f for f in findings if f["id"] == "E0009"]
+    assert not crashes, crashes[:5]

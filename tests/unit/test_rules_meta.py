@@ -1,0 +1,44 @@
+"""The rule set itself: unique ids in the right ranges, documented, and docs/rules.md up to date."""
+
+from __future__ import annotations
+
+import re
+
+from nfvcat.commands.rules import markdown
+from nfvcat.rules import all_rules
+from tests.conftest import ROOT
+from tests.unit.test_rule_fixtures import FIXTURES, TESTED_ELSEWHERE
+
+RANGES = {"0": "parsing", "1": "hot", "2": "flavors", "3": "networks", "4": "tosca", "5": "chains", "6": "day0"}
+
+
+def test_ids_are_unique_well_formed_and_in_their_domain() -> None:
+    rules = all_rules()
+    ids = [r.id for r in rules]
+    assert len(ids) == len(set(ids))
+    for r in rules:
+        assert re.fullmatch(r"[EWI]\d{4}", r.id), r.id
+        domain = type(r).__module__.split(".")[2]
+        assert domain == RANGES[r.id[1]], f"{r.id} lives in rules/{domain}, its range is {RANGES[r.id[1]]}"
+        assert type(r).__module__.split(".")[-1].startswith(r.id.lower()), f"{r.id}: one file per rule, named after it"
+
+
+def test_every_rule_is_documented() -> None:
+    for r in all_rules():
+        assert r.shortdesc and len(r.description) > 40, r.id
+        assert r.source_url.startswith("https://"), r.id
+
+
+def test_every_rule_has_fixtures_or_a_named_test() -> None:
+    for r in all_rules():
+        d = FIXTURES / r.id
+        if r.id in TESTED_ELSEWHERE:
+            continue
+        assert list(d.glob("fail*")) or r.id == "E0002", f"{r.id}: no failing fixture"
+        assert list(d.glob("pass*")), f"{r.id}: no passing fixture"
+
+
+def test_docs_rules_md_is_generated_from_the_rules() -> None:
+    current = (ROOT / "docs" / "rules.md").read_text()
+    assert current == markdown(all_rules()), \
+        "docs/rules.md drifted: run `nfvcat rules --format markdown > docs/rules.md`"
