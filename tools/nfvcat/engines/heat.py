@@ -1,7 +1,8 @@
 """Heat engine: openstack-heat's own template and resource validation, in-process and offline.
 
-Three cloud look-ups are neutralised (service availability, client-backed custom constraints such as
-nova.flavor or glance.image, and name-to-id resolution); everything else is Heat's code in strict mode,
+The cloud look-ups are neutralised (service availability, client-backed custom constraints such as
+nova.flavor or glance.image, name-to-id resolution, and OS::Nova::Server's image/flavor and microversion
+checks); whatever else needs a cloud falls back to template-level validation; everything else is Heat's code in strict mode,
 which checks value types, allowed values and references. Parameters without a value get a placeholder
 that satisfies their type and constraints, as a user's real value would.
 """
@@ -31,6 +32,9 @@ _state: dict[str, Any] = {}
 def setup() -> None:
     from heat.common import config, context
     from heat.engine import constraints, resource, resources, translation
+    from heat.engine.clients import client_plugin
+    from heat.engine.resources import stack_resource
+    from heat.engine.resources.openstack.nova import server
     from heatclient.common import template_utils, utils
 
     config.cfg.CONF([], project="heat", default_config_files=[])
@@ -42,6 +46,11 @@ def setup() -> None:
     resource.Resource._validate_service_availability = classmethod(_no_service_check)
     constraints.BaseCustomConstraint.validate = lambda self, value, context, template=None: True
     translation.resolve_and_find = lambda value, *a, **k: value
+    # Two more look-ups that OS::Nova::Server.validate makes, also inside nested stacks (which Heat
+    # validates fully, not template-only): does the image/flavor exist, which microversions does Nova have.
+    server.Server._validate_image_flavor = lambda self, image, flavor: None
+    client_plugin.ClientPlugin.is_version_supported = lambda self, version: True
+    stack_resource.StackResource.validate_nested_stack = _validate_nested_strictly
 
     def _local_only(url: str) -> bytes:
         if urlparse(url).scheme != "file":
@@ -52,6 +61,23 @@ def setup() -> None:
     utils.read_url_content = _local_only
     template_utils.utils.read_url_content = _local_only
     _state["ctx"] = context.get_admin_context()
+
+
+def _validate_nested_strictly(self: Any) -> None:
+    """Heat's StackResource.validate_nested_stack, but strict like the top level: Heat validates nested
+    stacks lax, so a wrong value in a nested template would only fail at create time."""
+    from heat.common import exception
+
+    try:
+        nested = self._parse_nested_stack(f"{self.stack.name}-{self.name}", self.child_template(),
+                                          self.child_params())
+        nested.strict_validate = True
+        nested.validate()
+    except AssertionError:
+        raise
+    except Exception as ex:
+        raise exception.StackValidationFailed(
+            error=ex, path=[self.stack.t.RESOURCES, f"{self.name}<{self.template_url}>"]) from None
 
 
 def _placeholder(schema: Any) -> Any:
@@ -106,6 +132,8 @@ def check(job: Job) -> Result:
     except Exception as exc:  # a nested template or get_file that cannot be read
         return {"findings": [finding("E1002", [], f"cannot bundle the template: {exc}", ENGINE)], "deps": deps}
     files.update(env_files)
+    # heatclient sends these as JSON, which turns its bytes into strings; Heat only ever sees strings.
+    files = {url: body.decode("utf-8") if isinstance(body, bytes) else body for url, body in files.items()}
     for url in files:
         deps[_path_of(url)] = None
     for env_path in job.get("environments") or []:
@@ -130,6 +158,8 @@ def check(job: Job) -> Result:
     except template_format.yaml.YAMLError as exc:
         findings.append(finding("E0001", [], f"invalid YAML: {exc}", ENGINE))
     except (ValueError, TypeError, KeyError, AttributeError) as exc:
+        if os.environ.get("NFVCAT_DEBUG"):
+            raise
         findings.append(finding("E1001", [], f"{type(exc).__name__}: {exc}", ENGINE))
     return {"findings": findings, "deps": deps}
 
@@ -149,6 +179,31 @@ def _environment(path: str) -> list[dict[str, Any]]:
     except Exception as exc:
         return [finding("E1004", [], f"{type(exc).__name__}: {exc}", ENGINE)]
     return []
+
+
+_NESTED = re.compile(r"^(?P<name>.*)<(?P<url>file://[^>]+)>$")
+
+
+def _in_nested_file(path: list[Any]) -> tuple[str | None, list[Any]]:
+    """Heat names a nested stack's resource ``name<file:///path/t.yaml>`` in an error path: point the
+    finding into that file instead, at the path below it."""
+    for i in range(len(path) - 1, -1, -1):
+        match = _NESTED.match(str(path[i]))
+        if match:
+            return _path_of(match.group("url")), path[i + 1:]
+    return None, path
+
+
+_NEEDS_CLOUD = {"AuthorizationFailure", "MissingCredentialError", "EndpointNotFound"}
+
+
+def _template_only(res: Any, section: str, findings: list[dict[str, Any]]) -> None:
+    from heat.common import exception
+
+    try:
+        res.validate_template()
+    except exception.StackValidationFailed as exc:
+        findings.append(finding("E1001", [section, res.name, *exc.path], exc.error_message, ENGINE))
 
 
 def _validate(stk: Any, findings: list[dict[str, Any]]) -> None:
@@ -183,10 +238,14 @@ def _validate(stk: Any, findings: list[dict[str, Any]]) -> None:
             if result:
                 findings.append(finding("E1001", [section, res.name], str(result), ENGINE))
         except exception.StackValidationFailed as exc:
+            if exc.error in _NEEDS_CLOUD:  # deep in a nested stack: what Heat checks without a cloud
+                _template_only(res, section, findings)
+                continue
             path = list(exc.path)
             if path[:1] != [section]:
                 path = [section, res.name, *path]
-            findings.append(finding("E1001", path, exc.error_message, ENGINE))
+            nested_file, path = _in_nested_file(path)
+            findings.append(finding("E1001", path, exc.error_message, ENGINE, nested_file))
         except exception.HeatException as exc:
             findings.append(finding("E1001", [section, res.name], str(exc), ENGINE))
     out_section = stk.t.get_section_name(stk.t.OUTPUTS)
