@@ -9,15 +9,22 @@ cd "$root"
 venv="$root/.venv"
 say() { printf '[setup] %s\n' "$*" >&2; }
 
-debs=(python3 python3-venv python3-dev gcc make git)
-missing=()
-for p in "${debs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+# Debian packages: every list in tools/debs/ (base: the tool; others: the test tiers that need them).
+# A machine that already has a usable Python 3.11 and gcc (pyenv, say) does not need the base list.
+sudo_=""; [ "$(id -u)" = 0 ] || sudo_="sudo"
 have_py() { command -v python3.11 >/dev/null 2>&1 && python3.11 -c 'import venv, ensurepip' 2>/dev/null; }
-if [ "${#missing[@]}" -gt 0 ] && ! { have_py && command -v gcc >/dev/null; }; then
+missing=()
+for list in tools/debs/*.txt; do
+  if [ "$(basename "$list")" = base.txt ] && have_py && command -v gcc >/dev/null; then continue; fi
+  while read -r p; do
+    case "$p" in ''|'#'*) continue ;; esac
+    dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+  done < "$list"
+done
+if [ "${#missing[@]}" -gt 0 ]; then
   say "apt-get install ${missing[*]}"
-  sudo_=""; [ "$(id -u)" = 0 ] || sudo_="sudo"
   $sudo_ apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo_ apt-get install -y -qq "${missing[@]}" >/dev/null
+  DEBIAN_FRONTEND=noninteractive $sudo_ apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
 py=$(command -v python3.11 || command -v python3)
@@ -25,12 +32,13 @@ py=$(command -v python3.11 || command -v python3)
 
 stamp="$venv/.nfvcat-setup"
 want=$(cat constraints.txt pyproject.toml tools/setup.sh | sha256sum | cut -d' ' -f1)
+extras=$(sed -n 's/^\([a-z0-9-]*\) = \[.*/\1/p' <(sed -n '/^\[project.optional-dependencies\]/,/^\[/p' pyproject.toml) | paste -sd, -)
 if [ ! -x "$venv/bin/nfvcat" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   say "creating $venv"
   "$py" -m venv "$venv"
   "$venv/bin/python" -m pip install -q --disable-pip-version-check --upgrade "pip==26.3" "setuptools==80.9.0" "wheel==0.48.0"
   say "pip install (pinned by constraints.txt)"
-  "$venv/bin/python" -m pip install -q --disable-pip-version-check -c constraints.txt -e ".[test]"
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check -c constraints.txt -e ".[$extras]"
   echo "$want" > "$stamp"
 fi
 
@@ -39,7 +47,7 @@ if [ ! -f "$schema_dir/schema-cloud-config-v1.json" ]; then
   say "unpacking cloud-init's schema from Debian's cloud-init package"
   tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
   ( cd "$tmp" && apt-get download cloud-init >/dev/null 2>&1 ) || {
-    sudo_=""; [ "$(id -u)" = 0 ] || sudo_="sudo"; $sudo_ apt-get update -qq; ( cd "$tmp" && apt-get download cloud-init >/dev/null ); }
+    $sudo_ apt-get update -qq; ( cd "$tmp" && apt-get download cloud-init >/dev/null ); }
   dpkg-deb -x "$tmp"/cloud-init_*.deb "$tmp/x"
   mkdir -p "$schema_dir"
   cp "$tmp"/x/usr/lib/python3/dist-packages/cloudinit/config/schemas/*.json "$schema_dir/"

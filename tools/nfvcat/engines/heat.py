@@ -2,8 +2,8 @@
 
 The cloud look-ups are neutralised (service availability, client-backed custom constraints such as
 nova.flavor or glance.image, name-to-id resolution, and OS::Nova::Server's image/flavor and microversion
-checks); whatever else needs a cloud falls back to template-level validation; everything else is Heat's code in strict mode,
-which checks value types, allowed values and references. Parameters without a value get a placeholder
+checks); whatever else needs a cloud falls back to template-level validation. Everything else is Heat's
+code in strict mode, nested stacks included, which checks value types, allowed values and references. Parameters without a value get a placeholder
 that satisfies their type and constraints, as a user's real value would.
 """
 
