@@ -32,14 +32,62 @@ def param_value(data: Any, name: str, given: dict[str, Any]) -> Any:
     return UNRESOLVED
 
 
-def resolve(data: Any, value: Any, given: dict[str, Any]) -> Any:
-    """A literal, the value of a ``get_param`` (given, else default), or UNRESOLVED."""
-    if isinstance(value, dict) and len(value) == 1:
+def resolve(data: Any, value: Any, given: dict[str, Any], depth: int = 0) -> Any:
+    """A literal, a ``get_param`` (given, else default), an ``if`` whose condition can be decided from
+    the parameters, or UNRESOLVED."""
+    if isinstance(value, dict) and len(value) == 1 and depth < 20:
         (fn, arg), = value.items()
         if fn == "get_param" and isinstance(arg, str):
             return param_value(data, arg, given)
+        if fn == "if" and isinstance(arg, list) and len(arg) == 3:
+            decided = condition(data, arg[0], given, depth + 1)
+            if decided is UNRESOLVED:
+                return UNRESOLVED
+            return resolve(data, arg[1] if decided else arg[2], given, depth + 1)
         return UNRESOLVED
     return value
+
+
+def _truth(value: Any) -> bool:
+    return str(value).strip().lower() in ("true", "1", "yes", "on", "t", "y")
+
+
+def condition(data: Any, cond: Any, given: dict[str, Any], depth: int = 0) -> Any:
+    """Heat's condition functions (equals, not, and, or, a named condition, a boolean parameter),
+    decided from the parameters; UNRESOLVED when they depend on anything else."""
+    if depth > 20:
+        return UNRESOLVED
+    if isinstance(cond, bool):
+        return cond
+    if isinstance(cond, str):
+        named = data.get("conditions") if isinstance(data, dict) else None
+        if not isinstance(named, dict) or cond not in named:
+            return UNRESOLVED
+        return condition(data, named[cond], given, depth + 1)
+    if not (isinstance(cond, dict) and len(cond) == 1):
+        return UNRESOLVED
+    (fn, arg), = cond.items()
+    if fn == "equals" and isinstance(arg, list) and len(arg) == 2:
+        a, b = (resolve(data, v, given, depth + 1) for v in arg)
+        if a is UNRESOLVED or b is UNRESOLVED:
+            return UNRESOLVED
+        if isinstance(a, bool) or isinstance(b, bool):
+            return _truth(a) == _truth(b)
+        return str(a) == str(b)
+    if fn == "not":
+        inner = condition(data, arg, given, depth + 1)
+        return inner if inner is UNRESOLVED else not inner
+    if fn in ("and", "or") and isinstance(arg, list):
+        values = [condition(data, c, given, depth + 1) for c in arg]
+        if fn == "and" and any(v is False for v in values):
+            return False
+        if fn == "or" and any(v is True for v in values):
+            return True
+        return UNRESOLVED if any(v is UNRESOLVED for v in values) else fn == "and"
+    if fn == "get_param":
+        value = resolve(data, cond, given, depth + 1)
+        return value if value is UNRESOLVED else _truth(value)
+    return UNRESOLVED
 
 
 def resource_ref(value: Any) -> str | None:

@@ -12,7 +12,7 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -80,11 +80,19 @@ def _catalog_flavors(root: Path | None, docs: dict[str, Document]) -> dict[str, 
     return out
 
 
+def _env_parameters(env: Document) -> dict[str, Any]:
+    params = env.data.get("parameters") if env.kind == "environment" else None
+    return dict(params) if isinstance(params, dict) else {}
+
+
 def _pci_aliases(flavor: dict[str, Any]) -> list[str] | None:
     """``[pci] alias`` entries a catalog flavor's ``host`` section states, as JSON strings for Nova."""
     host = flavor.get("host")
     if not isinstance(host, dict):
         return None
+    flat = host.get("pci_alias")
+    if isinstance(flat, list) and flat:
+        return [a if isinstance(a, str) else json.dumps(a) for a in flat]
     for holder in (host, host.get("nova_conf"), host.get("nova.conf")):
         pci = holder.get("pci") if isinstance(holder, dict) else None
         alias = pci.get("alias") if isinstance(pci, dict) else None
@@ -198,8 +206,7 @@ class Validation:
             self.root / catalog.SITE_PROFILE if self.root else None)
         params: dict[str, Any] = {}
         for env in envs:
-            if env.kind == "environment" and isinstance(env.data.get("parameters"), dict):
-                params.update(env.data["parameters"])
+            params.update(_env_parameters(env))
         params.update(self.options.parameters)
         ctx = Context(site=load_site(site_path, bool(self.options.site)), parameters=params,
                       flavors=_catalog_flavors(self.root, self.docs))
@@ -231,13 +238,29 @@ class Validation:
                     "cloud-config, or catalog entry/flavor/site profile/inventory")))
             return
         blocked = False
+        examples = self._examples(doc)
+        contexts = [replace(ctx, parameters={**_env_parameters(self.doc(ex)), **self.options.parameters})
+                    for ex in examples] or [ctx]
         for rule in self.rules:
             if doc.kind in rule.kinds:
-                for raw in self._safe(rule, doc, ctx):
-                    self.raw.append((doc, raw))
-                    blocked = blocked or raw.rule_id in self.blocking
+                for each in contexts:  # an entry's template is checked with each of its examples
+                    for raw in self._safe(rule, doc, each):
+                        self.raw.append((doc, raw))
+                        blocked = blocked or raw.rule_id in self.blocking
         if not blocked:
-            self._plan_jobs(doc, ctx)
+            self._plan_jobs(doc, ctx, examples)
+
+    def _examples(self, doc: Document) -> list[str]:
+        """The example environments of the entry whose main template ``doc`` is (none with -e)."""
+        if doc.kind != "hot" or self.options.environments:
+            return []
+        entry_dir = catalog.entry_of(Path(doc.abspath))
+        if entry_dir is None:
+            return []
+        entry = self.doc(str(entry_dir / "entry.yaml")).data
+        if catalog.main_template(entry_dir, entry) != Path(doc.abspath):
+            return []
+        return [str(p) for p in catalog.examples_of(entry_dir)]
 
     def _safe(self, rule: Rule, doc: Document, ctx: Context) -> list[RawFinding]:
         try:
@@ -245,23 +268,13 @@ class Validation:
         except Exception as exc:  # a rule bug must not hide the others' findings
             return [RawFinding("E0009", (), f"rule {rule.id} failed: {type(exc).__name__}: {exc}")]
 
-    def _plan_jobs(self, doc: Document, ctx: Context) -> None:
+    def _plan_jobs(self, doc: Document, ctx: Context, examples: list[str]) -> None:
         kind = doc.kind
         if kind == "hot":
-            envs = [os.path.abspath(e) for e in self.options.environments]
-            entry_dir = catalog.entry_of(Path(doc.abspath))
-            if not envs and entry_dir is not None:
-                entry = self.doc(str(entry_dir / "entry.yaml")).data
-                if catalog.main_template(entry_dir, entry) == Path(doc.abspath):
-                    examples = [str(p) for p in catalog.examples_of(entry_dir)]
-                    for ex in examples:
-                        self.jobs.append(_Job("heat", doc, {"file": doc.abspath, "environments": [ex],
-                                                            "parameters": self.options.parameters}))
-                    if examples:
-                        self._plan_hot_flavors(doc, ctx)
-                        return
-            self.jobs.append(_Job("heat", doc, {"file": doc.abspath, "environments": envs,
-                                                "parameters": self.options.parameters}))
+            env_sets = [[ex] for ex in examples] or [[os.path.abspath(e) for e in self.options.environments]]
+            for envs in env_sets:
+                self.jobs.append(_Job("heat", doc, {"file": doc.abspath, "environments": envs,
+                                                    "parameters": self.options.parameters}))
             self._plan_hot_flavors(doc, ctx)
         elif kind == "environment":
             self.jobs.append(_Job("heat", doc, {"file": doc.abspath, "kind": "environment"}))

@@ -3,8 +3,9 @@
 The cloud look-ups are neutralised (service availability, client-backed custom constraints such as
 nova.flavor or glance.image, name-to-id resolution, and OS::Nova::Server's image/flavor and microversion
 checks); whatever else needs a cloud falls back to template-level validation. Everything else is Heat's
-code in strict mode, nested stacks included, which checks value types, allowed values and references. Parameters without a value get a placeholder
-that satisfies their type and constraints, as a user's real value would.
+code in strict mode, nested stacks included, which checks value types, allowed values and references.
+Parameters without a value get a placeholder that satisfies their type and constraints, as a user's real
+value would.
 """
 
 from __future__ import annotations
@@ -101,15 +102,18 @@ def _placeholder(schema: Any) -> Any:
     if kind == "Json":
         return "{}"
     length = kinds.get("Length")
-    count = max(1, length.min or 1) if length is not None else 1
+    low = max(1, length.min or 1) if length is not None else 1
+    high = length.max if length is not None and length.max is not None else None
     if kind == "CommaDelimitedList":
-        return ",".join(["a"] * count)
+        return ",".join(["a"] * low)
     pattern = kinds.get("AllowedPattern")
     for candidate in _PLACEHOLDER_STRINGS:
-        value = candidate * count if len(candidate) < count else candidate
+        value = candidate if len(candidate) >= low else (candidate * low)[:low]
+        if high is not None and len(value) > high:
+            continue
         if pattern is None or re.match(pattern.pattern + r"\Z", value):
             return value
-    return "x" * count
+    return "x" * low
 
 
 def _path_of(url: str) -> str:

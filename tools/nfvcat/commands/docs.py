@@ -1,0 +1,63 @@
+"""``nfvcat docs``: generate the parameter and output tables of every HOT entry's README.
+
+``--check`` writes nothing and reports drift."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from nfvcat import catalog, readme_tables
+from nfvcat.errors import EXIT_FINDINGS, EXIT_OK, UserError
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "docs",
+        help="generate README parameter/output tables of HOT entries",
+        description="Write the parameter and output tables of each HOT entry into its README.md, between "
+        f"the lines {readme_tables.BEGIN} and {readme_tables.END}. With --check, change nothing and exit "
+        f"{EXIT_FINDINGS} naming every entry whose README drifted from its template.",
+    )
+    parser.add_argument("paths", nargs="*", metavar="PATH",
+                        help="entry directories or catalog trees (default: the whole catalog)")
+    parser.add_argument("--check", action="store_true", help="report drift, write nothing")
+    parser.set_defaults(func=run)
+
+
+def _entries(paths: list[str]) -> list[readme_tables.HotEntry]:
+    if not paths:
+        root = catalog.find_root()
+        if root is None:
+            raise UserError("not inside a catalog (no templates/ and flavors/ above the current directory); "
+                            "give a PATH")
+        paths = [str(root / d) for d in catalog.CATALOG_DIRS if (root / d).is_dir()]
+    found: dict[str, readme_tables.HotEntry] = {}
+    for path in paths:
+        if not os.path.isdir(path):
+            raise UserError(f"{path}: not a directory")
+        for entry in readme_tables.find_hot_entries(path):
+            found[entry.directory] = entry
+    return [found[k] for k in sorted(found)]
+
+
+def run(args: argparse.Namespace) -> int:
+    entries = _entries(list(args.paths))
+    if not entries:
+        raise UserError("no HOT entries (entry.yaml with kind: heat) found")
+    failed = 0
+    for entry in entries:
+        outcome = readme_tables.process(entry, write=not args.check)
+        shown = os.path.relpath(entry.readme)
+        if outcome.status == "drift":
+            failed += 1
+            print(f"{entry.name}: {shown}: {outcome.message} (run `nfvcat docs` to regenerate)")
+        elif outcome.status == "error":
+            failed += 1
+            print(f"{entry.name}: {shown}: {outcome.message}", file=sys.stderr)
+        elif outcome.status == "updated":
+            print(f"{entry.name}: updated {shown}")
+    if args.check and not failed:
+        print(f"{len(entries)} README(s) up to date")
+    return EXIT_FINDINGS if failed else EXIT_OK

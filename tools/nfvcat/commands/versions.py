@@ -1,0 +1,57 @@
+"""``nfvcat versions``: check entry versions against the previous release (the last git tag)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from nfvcat import catalog, versions
+from nfvcat.errors import EXIT_FINDINGS, EXIT_OK, UserError
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "versions",
+        help="check that changed entries bumped their version",
+        description="Compare each catalog entry with the previous release (default: the last tag, "
+        "`git describe --tags --abbrev=0`). Fails (exit 2) when an entry's files changed without a version "
+        "bump, when a HOT parameter or output was removed, renamed or retyped (or a parameter without a "
+        "default added) without a major bump, or when a major bump has no 'Upgrading to X.0.0' note in "
+        "the entry's CHANGELOG.md.",
+    )
+    parser.add_argument("--against", metavar="TAG", help="the release to compare with (default: last tag)")
+    parser.add_argument("--root", metavar="DIR", help="catalog root (default: found from the current directory)")
+    parser.add_argument("--format", choices=("text", "json"), default="text")
+    parser.add_argument("-v", "--verbose", action="store_true", help="also list unchanged and new entries")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    root = args.root or catalog.find_root()
+    if root is None:
+        raise UserError("not inside a catalog; give --root")
+    try:
+        tag, reports = versions.compare(str(root), args.against)
+    except versions.VersionsError as exc:
+        raise UserError(str(exc)) from None
+    failed = [r for r in reports if r.errors]
+    if args.format == "json":
+        print(json.dumps({"against": tag, "ok": not failed, "entries": [r.as_dict() for r in reports]},
+                         indent=2))
+        return EXIT_FINDINGS if failed else EXIT_OK
+    if tag is None:
+        print("no release tag found: nothing to compare with (first release?)")
+        return EXIT_OK
+    for r in reports:
+        for err in r.errors:
+            print(f"{r.entry}: error: {err}")
+        if args.verbose or r.changed_files or r.notes:
+            for note in r.notes:
+                print(f"{r.entry}: {note}")
+            if r.changed_files and not r.errors:
+                print(f"{r.entry}: changed, {r.version_old} -> {r.version_new}")
+            elif args.verbose and not r.changed_files and not r.notes:
+                print(f"{r.entry}: unchanged ({r.version_new})")
+    changed = sum(1 for r in reports if r.changed_files)
+    print(f"against {tag}: {len(reports)} entries, {changed} changed, {len(failed)} failing")
+    return EXIT_FINDINGS if failed else EXIT_OK
