@@ -16,6 +16,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from nfvcat import cache, catalog, documents, yamlpos
 from nfvcat.documents import Document
 from nfvcat.errors import UserError
@@ -106,7 +108,7 @@ def _vnfd_flavors(data: Any, path: tuple[Any, ...] = ()) -> list[tuple[tuple[Any
     found: list[tuple[tuple[Any, ...], dict[str, Any]]] = []
     if isinstance(data, dict):
         for key, value in data.items():
-            if key == "nova_extra_specs" and isinstance(value, dict) and len(path) >= 2:
+            if key == "nova_extra_specs" and isinstance(_specs_of(value), dict) and len(path) >= 2:
                 found.append((path + (key,), {}))
             else:
                 found.extend(_vnfd_flavors(value, path + (key,)))
@@ -114,6 +116,17 @@ def _vnfd_flavors(data: Any, path: tuple[Any, ...] = ()) -> list[tuple[tuple[Any
         for i, item in enumerate(data):
             found.extend(_vnfd_flavors(item, path + (i,)))
     return found
+
+
+def _specs_of(value: Any) -> Any:
+    """SOL001 ``compute_requirements`` is a map of strings, so ``nova_extra_specs`` arrives as a JSON or
+    YAML string (heat-translator parses it the same way)."""
+    if isinstance(value, str):
+        try:
+            return yaml.safe_load(value)
+        except yaml.YAMLError:
+            return None
+    return value
 
 
 def _dig(data: Any, path: tuple[Any, ...]) -> Any:
@@ -297,7 +310,8 @@ class Validation:
                     self.jobs.append(_Job("nova", doc, {
                         "name": str(where[2]) if len(where) > 2 else "vdu",
                         "vcpus": _positive(cpu, 1), "ram": _positive(mem, 512),
-                        "extra_specs": _string_specs(None, _dig(doc.data, where) or {}, {})}, where))
+                        "extra_specs": _string_specs(None, _specs_of(_dig(doc.data, where)) or {}, {})},
+                        where))
 
     def _plan_hot_flavors(self, doc: Document, ctx: Context) -> None:
         from nfvcat import hot

@@ -1,0 +1,159 @@
+"""The tosca engine as the runner uses it: a worker process, JSON jobs in, JSON results out.
+
+One worker run serves every job of this module (tosca-parser and tacker start once).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from nfvcat.commands.package import build
+from tests.conftest import ROOT
+
+VROUTER = ROOT / "vnfd" / "vnf-vrouter"
+DF = VROUTER / "Definitions" / "vnf-vrouter_df_default.yaml"
+TOP = VROUTER / "Definitions" / "vnf-vrouter_top.vnfd.yaml"
+FIXTURES = ROOT / "tests" / "fixtures" / "rules"
+
+
+def _rewrite(src: Path, dst: Path, member: str, old: bytes, new: bytes) -> Path:
+    with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dst, "w", zipfile.ZIP_DEFLATED) as zout:
+        for info in zin.infolist():
+            data = zin.read(info)
+            if info.filename == member:
+                assert old in data
+                data = data.replace(old, new, 1)
+            zout.writestr(info, data)
+    return dst
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    tmp = tmp_path_factory.mktemp("tosca")
+    good_csar = build(VROUTER, tmp / "out")
+    ipsec_csar = build(ROOT / "vnfd" / "vnf-ipsec-gw", tmp / "out")
+    with zipfile.ZipFile(good_csar) as zf:
+        manifest = zf.read("vnf-vrouter.mf")
+    digest = manifest.split(b"Hash: ", 1)[1][:64]
+    bad_hash = _rewrite(good_csar, tmp / "bad-hash.zip", "vnf-vrouter.mf", digest, digest[::-1])
+    bad_meta = _rewrite(good_csar, tmp / "bad-meta.zip", "TOSCA-Metadata/TOSCA.meta",
+                        b"Entry-Definitions: Definitions/vnf-vrouter_top.vnfd.yaml",
+                        b"Entry-Definitions: Definitions/absent.yaml")
+    broken_vdu = _rewrite(good_csar, tmp / "broken-vdu.zip", "Definitions/vnf-vrouter_df_default.yaml",
+                          b"num_virtual_cpu: 4", b"num_virtual_cpu: 4\n              cores: 4")
+    broken = tmp / "Definitions"
+    broken.mkdir()
+    for f in (VROUTER / "Definitions").iterdir():
+        (broken / f.name).write_bytes(f.read_bytes())
+    bad_df = broken / "vnf-vrouter_df_default.yaml"
+    text = bad_df.read_text()
+    bad_df.write_text(text.replace("- virtual_storage: VB_VROUTER", "- virtual_storage: VB_GONE"))
+    jobs = {
+        "top": {"file": str(TOP), "kind": "vnfd"},
+        "df": {"file": str(DF), "kind": "vnfd"},
+        "broken_df": {"file": str(bad_df), "kind": "vnfd"},
+        "broken_top": {"file": str(broken / TOP.name), "kind": "vnfd"},
+        "e4001_fail": {"file": str(FIXTURES / "E4001" / "fail.yaml"), "kind": "vnfd"},
+        "csar": {"file": str(good_csar), "kind": "csar"},
+        "ipsec_csar": {"file": str(ipsec_csar), "kind": "csar"},
+        "bad_hash": {"file": str(bad_hash), "kind": "csar"},
+        "bad_meta": {"file": str(bad_meta), "kind": "csar"},
+        "broken_vdu": {"file": str(broken_vdu), "kind": "csar"},
+    }
+    v3 = tmp / "v3.yaml"
+    v3.write_text((FIXTURES / "E4001" / "pass.yaml").read_text().replace("/raw/v2.6.1/", "/raw/v3.3.1/"))
+    jobs["sol001_v3"] = {"file": str(v3), "kind": "vnfd"}
+    scratch = tmp / "scratch"
+    scratch.mkdir()
+    proc = subprocess.run([sys.executable, "-m", "nfvcat.engines.tosca"],
+                          input=json.dumps(list(jobs.values())), capture_output=True, text=True,
+                          timeout=300, cwd=ROOT,
+                          env={**os.environ, "TMPDIR": str(scratch)})
+    assert proc.returncode == 0, proc.stderr
+    results = json.loads(proc.stdout)
+    return {"results": dict(zip(jobs, results, strict=True)), "scratch": scratch}
+
+
+def _ids(result: dict[str, Any]) -> list[str]:
+    return [f["id"] for f in result["findings"]]
+
+
+def test_catalog_vnfd_is_clean(run: dict[str, Any]) -> None:
+    for name in ("top", "df", "csar", "ipsec_csar"):
+        assert run["results"][name]["findings"] == [], name
+
+
+def test_deps_are_the_files_read(run: dict[str, Any]) -> None:
+    deps = set(run["results"]["top"]["deps"])
+    assert {str(TOP), str(DF), str(VROUTER / "Definitions" / "vnf-vrouter_types.yaml")} <= deps
+    assert not any("etsi_nfv_sol001" in d for d in deps)  # the installed tacker's, not the user's
+
+
+def test_broken_vnfd_names_the_node_template(run: dict[str, Any]) -> None:
+    result = run["results"]["broken_df"]
+    assert _ids(result) == ["E4001"]
+    finding = result["findings"][0]
+    assert finding["path"][:3] == ["topology_template", "node_templates", "VDU_VROUTER"]
+    assert "VB_GONE" in finding["message"]
+
+
+def test_error_in_an_imported_file_points_at_that_file(run: dict[str, Any]) -> None:
+    result = run["results"]["broken_top"]
+    assert "E4001" in _ids(result)
+    finding = next(f for f in result["findings"] if "VB_GONE" in f["message"])
+    assert finding["file"].endswith("vnf-vrouter_df_default.yaml")
+    assert finding["path"][2] == "VDU_VROUTER"
+
+
+def test_fixture_findings_have_paths(run: dict[str, Any]) -> None:
+    paths = [f["path"] for f in run["results"]["e4001_fail"]["findings"]]
+    assert ["topology_template", "node_templates", "VDU1", "properties", "boot_order"] in paths
+    assert ["topology_template", "node_templates", "CP1", "requirements", 0, "virtual_binding"] in paths
+
+
+def test_wrong_artifact_hash_is_e4003_on_the_manifest_line(run: dict[str, Any]) -> None:
+    [finding] = run["results"]["bad_hash"]["findings"]
+    assert finding["id"] == "E4003" and finding["engine"] == "tacker"
+    assert finding["file"].endswith("bad-hash.zip!/vnf-vrouter.mf")
+    assert finding["line"] > 1 and "hash" in finding["message"]
+
+
+def test_missing_entry_definitions_is_e4002(run: dict[str, Any]) -> None:
+    [finding] = run["results"]["bad_meta"]["findings"]
+    assert finding["id"] == "E4002"
+    assert finding["file"].endswith("bad-meta.zip!/TOSCA-Metadata/TOSCA.meta")
+    assert "nfvcat-tosca-" not in finding["message"]
+
+
+def test_csar_template_error_is_e4001_with_a_line(run: dict[str, Any]) -> None:
+    [finding] = run["results"]["broken_vdu"]["findings"]
+    assert finding["id"] == "E4001"
+    assert finding["file"].endswith("broken-vdu.zip!/Definitions/vnf-vrouter_df_default.yaml")
+    lines = DF.read_text().splitlines()
+    assert "num_virtual_cpu" in lines[finding["line"] - 2]  # the inserted line follows it
+
+
+def test_sol001_v3_is_not_validated_against_v2_types(run: dict[str, Any]) -> None:
+    [finding] = run["results"]["sol001_v3"]["findings"]
+    assert finding["id"] == "E0009" and "v3.3.1" in finding["message"]  # unknown, not invalid: exit 3
+
+
+def test_no_temporary_files_left(run: dict[str, Any]) -> None:
+    assert list(run["scratch"].iterdir()) == []
+
+
+def test_worker_never_imports_heat_or_nova() -> None:
+    code = ("import json, sys; from nfvcat.engines import tosca; tosca.setup(); "
+            f"tosca.check({{'file': {str(TOP)!r}, 'kind': 'vnfd'}}); "
+            "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules} & {'heat', 'nova'})))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout.strip().splitlines()[-1]) == []

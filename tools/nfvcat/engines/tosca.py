@@ -1,0 +1,414 @@
+"""TOSCA engine: tosca-parser's own validation of TOSCA templates and SOL001 VNFDs, and tacker's CSAR loader.
+
+Offline: the ETSI SOL001 type files that VNFDs import by URL are resolved to the copies shipped in the
+installed tacker wheel (patched by tacker for tosca-parser), and no other URL is fetched. A standalone
+VNFD that imports the SOL001 files by bare name (as tacker's sample packages do, with the files beside
+it in the package) gets the same copies; inside a CSAR the files must really be there, as tacker needs.
+
+Findings: E4001 tosca-parser rejects the template, E4002 tosca-parser rejects the CSAR's structure,
+E4003 tacker's ``load_csar_data`` rejects the package (manifest hashes, VNF properties, flavours).
+Heat and Nova are never imported here (their oslo.config options clash with each other).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import tempfile
+import uuid
+import zipfile
+from functools import cache
+from importlib import util as importlib_util
+from typing import Any
+
+import yaml
+
+from nfvcat.documents import display_path
+from nfvcat.engines.worker import Job, Result, finding, serve
+
+ENGINE = "tosca"
+TACKER = "tacker"
+SOL001_BASE = "https://forge.etsi.org/rep/nfv/SOL001"
+SOL001_FILES = ("etsi_nfv_sol001_common_types.yaml", "etsi_nfv_sol001_vnfd_types.yaml")
+# v2 releases seen in the wild, all served by the one v2.6.1 copy tacker ships and tosca-parser accepts
+# (they differ little). v3+ changed types and allowed values (vnic_type direct, ...): serving them the
+# v2.6.1 file would report errors that are not there, so their imports stay unresolved and the document
+# is reported as not validated (E0009, exit code 3) rather than invalid.
+SOL001_VERSIONS = ("2.5.1", "2.6.1", "2.7.1", "2.8.1")
+OFFLINE = "is not fetched: nfvcat validates offline"
+SECTIONS = ("node_templates", "inputs", "outputs", "policies", "groups", "relationship_templates")
+
+_state: dict[str, Any] = {"read": None, "bare_sol001": False}
+
+
+@cache
+def sol001_dir() -> str:
+    spec = importlib_util.find_spec("tacker")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError("tacker is not installed: the SOL001 type files come from its wheel")
+    root = next(iter(spec.submodule_search_locations))
+    return os.path.join(root, "tests", "unit", "vnfm", "infra_drivers", "openstack", "data", "etsi_nfv")
+
+
+def local_defs() -> dict[str, str]:
+    """URL -> local file for every SOL001 import URL spelling this engine serves offline."""
+    defs: dict[str, str] = {}
+    for version in SOL001_VERSIONS:
+        for name in SOL001_FILES:
+            for raw in ("raw", "-/raw"):
+                defs[f"{SOL001_BASE}/{raw}/v{version}/{name}"] = os.path.join(sol001_dir(), name)
+    return defs
+
+
+def setup() -> None:
+    from toscaparser import imports, tosca_template
+    from toscaparser.common.exception import ExceptionCollector, URLException
+    from toscaparser.utils import yamlparser
+
+    original_load = yamlparser.load_yaml
+    defs = local_defs()
+
+    def load_offline(path: str, a_file: bool = True) -> Any:
+        if not a_file:
+            ExceptionCollector.appendException(URLException(
+                what=f'"{path}" {OFFLINE} (only the SOL001 v2 type files tacker ships are known '
+                     f"locally)"))
+            return None
+        if _state["read"] is not None:
+            _state["read"].append(os.path.abspath(path))
+        return original_load(path, a_file)
+
+    yamlparser.load_yaml = load_offline
+    imports.YAML_LOADER = load_offline
+    tosca_template.YAML_LOADER = load_offline
+
+    original_import = imports.ImportsLoader._load_import_template
+
+    def load_import(self: Any, import_name: str, import_uri_def: Any) -> Any:
+        name = import_uri_def if isinstance(import_uri_def, str) else None
+        if (_state["bare_sol001"] and name in SOL001_FILES and self.path
+                and not os.path.isfile(os.path.join(os.path.dirname(os.path.abspath(self.path)), name))):
+            import_uri_def = f"{SOL001_BASE}/raw/v2.6.1/{name}"
+        return original_import(self, import_name, import_uri_def)
+
+    imports.ImportsLoader._load_import_template = load_import
+    _state["local_defs"] = defs
+
+
+def _tacker_setup() -> None:
+    """tacker's config and offline SOL001 definitions; imported only for CSARs (about 2 s)."""
+    if "tacker" in _state:
+        return
+    from tacker.common import csar_utils
+    from tacker.conf import CONF
+    from tacker.tosca import utils as toscautils
+
+    CONF([], project="tacker", default_config_files=[])
+    toscautils.tosca_tmpl_local_defs = lambda: dict(_state["local_defs"])
+    _state["tacker"] = (csar_utils, CONF)
+
+
+def _load(path: str) -> Any:
+    try:
+        with open(path, encoding="utf-8") as f:
+            return yaml.safe_load(f)
+    except (OSError, yaml.YAMLError, UnicodeDecodeError):
+        return None
+
+
+def _names(data: Any) -> dict[str, list[Any]]:
+    """Template names in one TOSCA document -> the key path where each is defined."""
+    names: dict[str, list[Any]] = {}
+    if not isinstance(data, dict):
+        return names
+    topo = data.get("topology_template")
+    if isinstance(topo, dict):
+        for section in SECTIONS:
+            items = topo.get(section)
+            if isinstance(items, dict):
+                for key in items:
+                    names.setdefault(str(key), ["topology_template", section, key])
+            elif isinstance(items, list):  # policies and groups as a list of one-key maps
+                for i, item in enumerate(items):
+                    if isinstance(item, dict):
+                        for key in item:
+                            names.setdefault(str(key), ["topology_template", section, i, key])
+    return names
+
+
+def _get(data: Any, path: list[Any]) -> Any:
+    for key in path:
+        data = data[key]
+    return data
+
+
+def _find_key(node: Any, keys: list[str], base: list[Any], depth: int = 8) -> list[Any] | None:
+    """Breadth-first: the path of the first key among ``keys`` in ``node`` (a key whose value is also
+    quoted in the message wins), else of the first value among them."""
+    level: list[tuple[Any, list[Any]]] = [(node, base)]
+    fallback: list[Any] | None = None
+    by_value: list[Any] | None = None
+    for _ in range(depth):
+        following: list[tuple[Any, list[Any]]] = []
+        for value, path in level:
+            items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(
+                value, list) else ()
+            for key, child in items:
+                scalar = isinstance(child, (str, int, float)) and not isinstance(child, bool)
+                if isinstance(key, str) and key in keys:
+                    if scalar and str(child) in keys:
+                        return [*path, key]
+                    fallback = fallback or [*path, key]
+                elif scalar and str(child) in keys:
+                    by_value = by_value or [*path, key]
+                following.append((child, [*path, key]))
+        if fallback:
+            return fallback
+        level = following
+    return by_value
+
+
+_QUOTED = re.compile(r'"([^"]+)"|\'([^\']+)\'')
+
+
+def _locate(message: str, docs: list[tuple[str, Any]]) -> tuple[str, list[Any]]:
+    """The document (of ``(name, data)`` pairs, the main one first) and key path a tosca-parser message
+    is about, from the names it quotes."""
+    quoted = [a or b for a, b in _QUOTED.findall(message)]
+    words = re.findall(r"[\w.-]+", message)
+    for candidates in (quoted, words):
+        for name in candidates:
+            for where, data in docs:
+                found = _names(data).get(name)
+                if found:
+                    others = [q for q in quoted if q != name]
+                    deeper = _find_key(_get(data, found), others, found) if others else None
+                    return where, deeper or found
+    for where, data in docs:  # no template named: a property and its value, somewhere in the topology
+        topo = data.get("topology_template") if isinstance(data, dict) else None
+        if quoted and isinstance(topo, dict):
+            deeper = _find_key(topo, quoted, ["topology_template"])
+            if deeper and len(deeper) > 2:
+                return where, deeper
+    if "import" in message.lower():
+        return docs[0][0], ["imports"]
+    return docs[0][0], []
+
+
+def _messages(exc: BaseException) -> list[str]:
+    from toscaparser.common.exception import ExceptionCollector, ValidationError
+
+    messages = [_clean(str(m)) for m in ExceptionCollector.getExceptionsReport(full=False)]
+    if not isinstance(exc, ValidationError) or not messages:  # the parser itself stopped on a bad value
+        crash = f"{type(exc).__name__}: {exc}".strip()
+        messages.append(f"tosca-parser stopped early ({crash}); fix the errors reported and validate again"
+                        if messages else crash)
+    return messages
+
+
+def _clean(message: str) -> str:
+    message = message.strip()
+    match = re.fullmatch(r"KeyError: '(.*)'", message, re.S)
+    return f"KeyError: {match.group(1)}" if match else message
+
+
+def _parse(path: str) -> tuple[list[str], list[str]]:
+    """Run ToscaTemplate on a YAML file or a CSAR; return (error messages, files read)."""
+    from toscaparser.common.exception import ExceptionCollector
+    from toscaparser.tosca_template import ToscaTemplate
+
+    _state["read"] = []
+    errors: list[str] = []
+    try:
+        ToscaTemplate(path, local_defs=dict(_state["local_defs"]))
+    except Exception as exc:  # ValidationError with every collected error, or a crash inside the parser
+        errors = _messages(exc)
+    finally:
+        ExceptionCollector.stop()
+        ExceptionCollector.clear()
+    read, _state["read"] = _state["read"] or [], None
+    return errors, read
+
+
+def _csar_structure(path: str) -> tuple[list[str], str | None]:
+    """tosca-parser's CSAR checks (TOSCA.meta, Entry-Definitions, artifacts exist); main template."""
+    from toscaparser.common.exception import ExceptionCollector
+    from toscaparser.prereq.csar import CSAR
+
+    ExceptionCollector.start()
+    main: str | None = None
+    try:
+        csar = CSAR(path)
+        csar.validate()
+        main = csar.main_template_file_name
+        errors = [str(m).strip() for m in ExceptionCollector.getExceptionsReport(full=False)]
+    except Exception as exc:
+        errors = [f"{type(exc).__name__}: {exc}"]
+    finally:
+        ExceptionCollector.stop()
+        ExceptionCollector.clear()
+    return errors, main
+
+
+def _tacker_load(path: str, workdir: str) -> list[str]:
+    _tacker_setup()
+    csar_utils, conf = _state["tacker"]
+    from tacker import context
+
+    store = os.path.join(workdir, "vnfpackages")
+    os.makedirs(store, exist_ok=True)
+    conf.set_override("vnf_package_csar_path", store, group="vnf_package")
+    package_id = str(uuid.uuid4())
+    try:
+        csar_utils.load_csar_data(context.get_admin_context(), package_id, path)
+    except Exception as exc:
+        return [str(getattr(exc, "msg", None) or exc).strip() or type(exc).__name__]
+    finally:
+        csar_utils.delete_csar_data(package_id)
+    return []
+
+
+def _check_yaml(job: Job, findings: list[dict[str, Any]], deps: dict[str, None]) -> None:
+    path = os.path.abspath(job["file"])
+    _state["bare_sol001"] = True
+    errors, read = _parse(path)
+    for dep in read:
+        if not dep.startswith(sol001_dir()):
+            deps[dep] = None
+    docs = [(f, _load(f)) for f in [path, *[d for d in deps if d != path]] if os.path.isfile(f)]
+    if any(OFFLINE in m for m in errors):  # the other errors follow from types it could not load
+        unresolved = "; ".join(m for m in errors if OFFLINE in m)
+        findings.append(finding("E0009", ["imports"], f"tosca-parser could not validate this document: "
+                                f"{unresolved}", ENGINE))
+        return
+    for message in errors:
+        where, key_path = _locate(message, docs or [(path, None)])
+        findings.append(finding("E4001", key_path, message, ENGINE, file=None if where == path else where))
+
+
+def _zip_docs(path: str, main: str) -> dict[str, str]:
+    """The YAML members of a CSAR as text, the main template first (the archive is small: E4004 ran)."""
+    texts: dict[str, str] = {}
+    with zipfile.ZipFile(path) as zf:
+        names = [main, *sorted(n for n in zf.namelist() if n.endswith((".yaml", ".yml")) and n != main)]
+        for name in names:
+            if os.path.basename(name) in SOL001_FILES:
+                continue
+            try:
+                texts[name] = zf.read(name).decode("utf-8")
+            except (KeyError, UnicodeDecodeError):
+                continue
+    return texts
+
+
+def _zip_finding(rule_id: str, message: str, engine: str, display: str, member: str | None,
+                 key_path: list[Any], text: str | None) -> dict[str, Any]:
+    """A finding inside a CSAR member: ``file`` is ``ARCHIVE!/MEMBER`` and the line is given directly."""
+    result = finding(rule_id, [], message, engine, file=f"{display}!/{member}" if member else display)
+    line, column = 1, 1
+    if text is not None and key_path:
+        from nfvcat import yamlpos
+
+        with contextlib.suppress(Exception):  # a member that does not parse: tosca-parser said so already
+            line, column = yamlpos.load(text)[1].locate(tuple(key_path))
+    result.update(line=line, column=column)
+    return result
+
+
+def _manifest_line(path: str, message: str) -> tuple[str | None, str | None, list[Any], int]:
+    """For a tacker message quoting an artifact, the manifest and the line of its ``Source:``."""
+    with zipfile.ZipFile(path) as zf:
+        try:
+            meta = yaml.safe_load(zf.read("TOSCA-Metadata/TOSCA.meta"))
+            manifest = meta.get("ETSI-Entry-Manifest") if isinstance(meta, dict) else None
+            text = zf.read(manifest).decode("utf-8") if manifest else None
+        except (KeyError, yaml.YAMLError, UnicodeDecodeError):
+            return None, None, [], 1
+    if not manifest or text is None:
+        return None, None, [], 1
+    quoted = [a or b for a, b in _QUOTED.findall(message)]
+    for number, line in enumerate(text.splitlines(), 1):
+        if line.startswith(("Source:", "Name:")) and line.split(":", 1)[1].strip() in quoted:
+            return manifest, text, [], number
+    return manifest, text, [], 1
+
+
+def _check_csar(job: Job, findings: list[dict[str, Any]], deps: dict[str, None]) -> None:
+    src = os.path.abspath(job["file"])
+    deps[src] = None
+    display = display_path(src)  # relative to the runner's directory, as the runner shows paths
+    _state["bare_sol001"] = False
+    workdir = tempfile.mkdtemp(prefix="nfvcat-tosca-")
+    old_tempdir = tempfile.tempdir
+    tempfile.tempdir = workdir  # tosca-parser extracts CSARs to temp dirs it never removes
+    try:
+        path = src
+        if not src.lower().endswith((".zip", ".csar")):
+            path = os.path.join(workdir, "package.zip")
+            shutil.copyfile(src, path)
+        structure, main = _csar_structure(path)
+        for message in structure:
+            meta = re.search(r"TOSCA\.meta|Entry-Definitions", message)
+            member = "TOSCA-Metadata/TOSCA.meta" if meta else None
+            findings.append(_zip_finding("E4002", _strip_tmp(message, workdir, display, src), ENGINE, display,
+                                         member, [], None))
+        if structure or not main:
+            return
+        errors, _read = _parse(path)
+        if any(OFFLINE in m for m in errors):
+            unresolved = "; ".join(m for m in errors if OFFLINE in m)
+            findings.append(_zip_finding("E0009", f"tosca-parser could not validate this package: {unresolved}",
+                                         ENGINE, display, main, [], None))
+            return
+        texts = _zip_docs(path, main)
+        docs = [(name, _safe_yaml(text)) for name, text in texts.items()]
+        for message in errors:
+            member, key_path = _locate(message, docs or [(main, None)])
+            findings.append(_zip_finding("E4001", _strip_tmp(message, workdir, display, src), ENGINE, display,
+                                         member, key_path, texts.get(member)))
+        if errors:
+            return
+        for message in _tacker_load(path, workdir):
+            manifest, _text, _path, line = _manifest_line(path, message)
+            item = _zip_finding("E4003", _strip_tmp(message, workdir, display, src), TACKER, display,
+                                manifest or main, [], None)
+            item["line"] = line
+            findings.append(item)
+    finally:
+        tempfile.tempdir = old_tempdir
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _safe_yaml(text: str) -> Any:
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError:
+        return None
+
+
+def _strip_tmp(message: str, workdir: str, display: str, src: str = "") -> str:
+    """Messages name tosca-parser's extraction directory or our copy: show the archive as named."""
+    for original in (os.path.join(workdir, "package.zip"), src):
+        if original:
+            message = message.replace(original, display)
+    return re.sub(re.escape(workdir) + r"/[^/\s\"']+/?", "", message)
+
+
+def check(job: Job) -> Result:
+    findings: list[dict[str, Any]] = []
+    deps: dict[str, None] = {}
+    if job.get("kind") == "csar" or zipfile.is_zipfile(job["file"]):
+        _check_csar(job, findings, deps)
+    else:
+        _check_yaml(job, findings, deps)
+    return {"findings": findings, "deps": deps}
+
+
+def main() -> None:
+    serve(ENGINE, setup, check)
+
+
+if __name__ == "__main__":
+    main()

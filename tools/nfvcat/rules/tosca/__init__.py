@@ -1,0 +1,1 @@
+"""4xxx: TOSCA service templates, ETSI SOL001 VNFDs and SOL004 CSAR packages."""
