@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -34,7 +35,7 @@ def param_value(data: Any, name: str, given: dict[str, Any]) -> Any:
 
 def resolve(data: Any, value: Any, given: dict[str, Any], depth: int = 0) -> Any:
     """A literal, a ``get_param`` (given, else default), an ``if`` whose condition can be decided from
-    the parameters, or UNRESOLVED."""
+    the parameters, a ``list_join`` of such values, or UNRESOLVED."""
     if isinstance(value, dict) and len(value) == 1 and depth < 20:
         (fn, arg), = value.items()
         if fn == "get_param" and isinstance(arg, str):
@@ -44,6 +45,10 @@ def resolve(data: Any, value: Any, given: dict[str, Any], depth: int = 0) -> Any
             if decided is UNRESOLVED:
                 return UNRESOLVED
             return resolve(data, arg[1] if decided else arg[2], given, depth + 1)
+        if fn == "list_join" and isinstance(arg, list) and len(arg) == 2 and isinstance(arg[1], list):
+            parts = [resolve(data, item, given, depth + 1) for item in arg[1]]
+            if isinstance(arg[0], str) and all(isinstance(p, (str, int, float)) for p in parts):
+                return arg[0].join(str(p) for p in parts)
         return UNRESOLVED
     return value
 
@@ -100,14 +105,70 @@ def resource_ref(value: Any) -> str | None:
 SRIOV_VNIC_TYPES = ("direct", "direct-physical", "macvtap")
 
 
-def network_of(data: Any, port: dict[str, Any]) -> dict[str, Any] | None:
-    """The properties of the OS::Neutron::ProviderNet a port's ``network`` points at, if in this template."""
-    ref = resource_ref(props(port).get("network"))
-    res = data.get("resources") if isinstance(data, dict) else None
-    body = res.get(ref) if isinstance(res, dict) and ref else None
-    if isinstance(body, dict) and body.get("type") == "OS::Neutron::ProviderNet":
-        return props(body)
+def find_resource(ref: str, data: Any, outer: tuple[Any, ...] = ()) -> tuple[Any, dict[str, Any]] | None:
+    """(template, body) of the resource ``ref`` names: in this template, else in the templates that nest it."""
+    for scope in (data, *outer):
+        res = scope.get("resources") if isinstance(scope, dict) else None
+        body = res.get(ref) if isinstance(res, dict) else None
+        if isinstance(body, dict):
+            return scope, body
     return None
+
+
+def network_of(data: Any, port: dict[str, Any], given: dict[str, Any],
+               networks: dict[str, dict[str, Any]] | None = None,
+               outer: tuple[Any, ...] = ()) -> dict[str, Any] | None:
+    """The provider attributes (network_type, physical_network, segmentation_id) of a port's network:
+    an OS::Neutron::ProviderNet in this template or one nesting it, or a catalog network by name."""
+    raw = props(port).get("network")
+    value = raw if resource_ref(raw) else resolve(data, raw, given)
+    ref = resource_ref(value)
+    if ref:
+        found = find_resource(ref, data, outer)
+        if found is None or found[1].get("type") != "OS::Neutron::ProviderNet":
+            return None
+        scope, body = found
+        p = props(body)
+        scope_given = given if scope is data else {}
+        return {k: resolve(scope, p.get(k), scope_given)
+                for k in ("network_type", "physical_network", "segmentation_id")}
+    if isinstance(value, str) and networks and value in networks:
+        return networks[value]
+    return None
+
+
+def provider_networks(data: Any) -> dict[str, dict[str, Any]]:
+    """Provider networks a template creates, by their name (as resolved from parameter defaults)."""
+    out = {}
+    for _, body in resources(data, "OS::Neutron::ProviderNet"):
+        p = props(body)
+        name = resolve(data, p.get("name"), {})
+        if isinstance(name, str):
+            out[name] = {k: resolve(data, p.get(k), {})
+                         for k in ("network_type", "physical_network", "segmentation_id")}
+    return out
+
+
+def nested_templates(data: Any, base: str) -> Iterator[tuple[str, str, dict[str, Any]]]:
+    """(resource name, path of the nested template file, properties) for template resources."""
+    for name, body in resources(data):
+        rtype = body.get("type")
+        if isinstance(rtype, str) and rtype.endswith((".yaml", ".yml", ".template")) and "://" not in rtype:
+            yield name, os.path.normpath(os.path.join(base, rtype)), props(body)
+
+
+def child_parameters(data: Any, properties: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
+    """What a parent passes to a nested template: resolved values, and get_resource references kept as
+    they are so the child can follow them back into the parent."""
+    out = {}
+    for key, value in properties.items():
+        if resource_ref(value):
+            out[key] = value
+            continue
+        resolved = resolve(data, value, given)
+        if resolved is not UNRESOLVED:
+            out[key] = resolved
+    return out
 
 
 def server_ports(data: Any, server: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -124,16 +185,19 @@ def server_ports(data: Any, server: dict[str, Any]) -> Iterator[tuple[str, dict[
 
 
 def flavor_specs(data: Any, server: dict[str, Any], given: dict[str, Any],
-                 catalog: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
-    """The extra specs of a server's flavor: an OS::Nova::Flavor in the template or a catalog flavor."""
-    value = props(server).get("flavor")
+                 catalog: dict[str, dict[str, Any]], outer: tuple[Any, ...] = ()) -> dict[str, Any] | None:
+    """The extra specs of a server's flavor: an OS::Nova::Flavor in the template (or one nesting it) or a
+    catalog flavor by name."""
+    raw = props(server).get("flavor")
+    value = raw if resource_ref(raw) else resolve(data, raw, given)
     ref = resource_ref(value)
-    res = data.get("resources") if isinstance(data, dict) else None
-    if ref and isinstance(res, dict) and isinstance(res.get(ref), dict):
-        specs = props(res[ref]).get("extra_specs")
+    if ref:
+        found = find_resource(ref, data, outer)
+        if found is None or found[1].get("type") != "OS::Nova::Flavor":
+            return None
+        specs = props(found[1]).get("extra_specs")
         return specs if isinstance(specs, dict) else {}
-    name = resolve(data, value, given)
-    if isinstance(name, str) and name in catalog:
-        specs = catalog[name].get("extra_specs")
+    if isinstance(value, str) and value in catalog:
+        specs = catalog[value].get("extra_specs")
         return specs if isinstance(specs, dict) else {}
     return None

@@ -182,7 +182,8 @@ class Validation:
         self.jobs: list[_Job] = []
         self.timings: dict[str, float] = {}
         self.rules = all_rules()
-        self.blocking = {r.id for r in self.rules if getattr(r, "blocks_engines", False)}
+        self.blocking = {r.id for r in self.rules if r.blocks_engines}
+        self.nesting_rules = [r for r in self.rules if r.follows_nesting]
         self.explicit: set[str] = set()
         self.paths = self._expand(paths)
 
@@ -222,7 +223,7 @@ class Validation:
             params.update(_env_parameters(env))
         params.update(self.options.parameters)
         ctx = Context(site=load_site(site_path, bool(self.options.site)), parameters=params,
-                      flavors=_catalog_flavors(self.root, self.docs))
+                      flavors=_catalog_flavors(self.root, self.docs), networks=self._catalog_networks())
         self.timings["read"] = time.monotonic() - t0
 
         t1 = time.monotonic()
@@ -260,8 +261,42 @@ class Validation:
                     for raw in self._safe(rule, doc, each):
                         self.raw.append((doc, raw))
                         blocked = blocked or raw.rule_id in self.blocking
+        if doc.kind == "hot":
+            for each in contexts:
+                self._check_nested(doc, each, via=[])
         if not blocked:
             self._plan_jobs(doc, ctx, examples)
+
+    def _check_nested(self, parent: Document, ctx: Context, via: list[str]) -> None:
+        """Run the rules that depend on parameters over each nested template, with what the parent
+        passes it: a chain's networks and flavor reach the VNF template's ports and server."""
+        if len(via) >= 5:
+            return
+        from nfvcat import hot
+
+        for name, path, properties in hot.nested_templates(parent.data, os.path.dirname(parent.abspath)):
+            child = self.doc(path)
+            if child.kind != "hot" or child.problems:
+                continue  # Heat's bundling (E1002) reports a nested template that cannot be read
+            here = [*via, f"{parent.path} resource '{name}'"]
+            child_ctx = replace(ctx, parameters=hot.child_parameters(parent.data, properties, ctx.parameters),
+                                outer=(parent.data, *ctx.outer))
+            for rule in self.nesting_rules:
+                for raw in self._safe(rule, child, child_ctx):
+                    self.raw.append((child, replace(raw, message=f"{raw.message} (as used by {' via '.join(here)})")))
+            self._check_nested(child, child_ctx, here)
+
+    def _catalog_networks(self) -> dict[str, dict[str, Any]]:
+        out: dict[str, dict[str, Any]] = {}
+        if self.root is None or not (self.root / "templates" / "heat").is_dir():
+            return out
+        from nfvcat import hot
+
+        for path in catalog.walk(self.root / "templates" / "heat"):
+            doc = self.doc(str(path))
+            if doc.kind == "hot" and not doc.problems:
+                out.update(hot.provider_networks(doc.data))
+        return out
 
     def _examples(self, doc: Document) -> list[str]:
         """The example environments of the entry whose main template ``doc`` is (none with -e)."""

@@ -35,6 +35,8 @@ class Context:
     site: SiteProfile = field(default_factory=SiteProfile)
     parameters: dict[str, Any] = field(default_factory=dict)  # -P and -e parameters
     flavors: dict[str, dict[str, Any]] = field(default_factory=dict)  # catalog flavors by name
+    networks: dict[str, dict[str, Any]] = field(default_factory=dict)  # catalog provider networks by name
+    outer: tuple[Any, ...] = ()  # templates nesting the one checked, innermost first
 
 
 class Rule:
@@ -44,6 +46,8 @@ class Rule:
     source_url: ClassVar[str] = ""
     engine: ClassVar[str] = "nfvcat"
     kinds: ClassVar[tuple[str, ...]] = ()  # document kinds ``check`` looks at
+    follows_nesting: ClassVar[bool] = False  # also checks nested templates with what their parent passes
+    blocks_engines: ClassVar[bool] = False  # a finding of this rule keeps the document from the engines
 
     @property
     def severity(self) -> str:

@@ -15,6 +15,7 @@ class VlanId(Rule):
                    "takes any integer; Neutron refuses it only when the stack is created.")
     source_url = "https://docs.openstack.org/neutron/latest/admin/config-ml2.html"
     kinds = ("hot",)
+    follows_nesting = True
 
     def check(self, doc: Document, ctx: Context) -> Iterator[RawFinding]:
         for name, body in hot.resources(doc.data, "OS::Neutron::ProviderNet"):

@@ -16,15 +16,16 @@ class SriovNetworkType(Rule):
                    "the port ends in binding_failed and the server in ERROR.")
     source_url = "https://docs.openstack.org/neutron/latest/admin/config-sriov.html"
     kinds = ("hot",)
+    follows_nesting = True
 
     def check(self, doc: Document, ctx: Context) -> Iterator[RawFinding]:
         for name, port in hot.resources(doc.data, "OS::Neutron::Port"):
             vnic = hot.resolve(doc.data, hot.props(port).get("binding:vnic_type"), ctx.parameters)
             if vnic not in hot.SRIOV_VNIC_TYPES:
                 continue
-            net = hot.network_of(doc.data, port)
-            ntype = hot.resolve(doc.data, net.get("network_type"), ctx.parameters) if net else None
+            net = hot.network_of(doc.data, port, ctx.parameters, ctx.networks, ctx.outer)
+            ntype = net.get("network_type") if net else None
             if isinstance(ntype, str) and ntype not in ("vlan", "flat"):
                 yield self.finding(("resources", name, "properties", "binding:vnic_type"),
-                                   f"vnic_type {vnic} needs a vlan or flat network, "
-                                   f"'{hot.props(port).get('network')}' is {ntype}")
+                                   f"port '{name}' has vnic_type {vnic}, which needs a vlan or flat network; "
+                                   f"its network is {ntype}")

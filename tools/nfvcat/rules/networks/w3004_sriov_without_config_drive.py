@@ -16,6 +16,7 @@ class SriovWithoutConfigDrive(Rule):
                    "config drive (`config_drive: true`).")
     source_url = "https://docs.openstack.org/nova/latest/user/metadata.html#config-drives"
     kinds = ("hot",)
+    follows_nesting = True
 
     def check(self, doc: Document, ctx: Context) -> Iterator[RawFinding]:
         for name, server in hot.resources(doc.data, "OS::Nova::Server"):

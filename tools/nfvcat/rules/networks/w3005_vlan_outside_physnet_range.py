@@ -25,6 +25,7 @@ class VlanOutsidePhysnetRange(Rule):
                    "fails or lands on an unplumbed VLAN.")
     source_url = "https://docs.openstack.org/neutron/latest/configuration/ml2-conf.html"
     kinds = ("hot",)
+    follows_nesting = True
 
     def check(self, doc: Document, ctx: Context) -> Iterator[RawFinding]:
         if not ctx.site.physnets:
