@@ -49,7 +49,8 @@ def test_a_chain_wiring_ovs_dpdk_networks_to_a_flavor_without_huge_pages_fails()
 
 def test_parent_resources_reach_the_child(tmp_path: Path) -> None:
     (tmp_path / "vnf.yaml").write_text(CHILD)
-    (tmp_path / "chain.yaml").write_text(PARENT.replace("NETTYPE", "vlan, physical_network: physnet_sriov").replace("DRIVE", "true"))
+    vlan = "vlan, physical_network: physnet_sriov"
+    (tmp_path / "chain.yaml").write_text(PARENT.replace("NETTYPE", vlan).replace("DRIVE", "true"))
     assert findings_of(str(tmp_path / "chain.yaml")) == (0, [])
     (tmp_path / "chain.yaml").write_text(PARENT.replace("NETTYPE", "vxlan").replace("DRIVE", "false"))
     code, findings = findings_of(str(tmp_path / "chain.yaml"))
