@@ -49,3 +49,14 @@ def test_entry_matches_its_validation_snapshot(entry: Path) -> None:
         snap.write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
     assert snap.is_file(), f"no snapshot {snap.name}: run with NFVCAT_UPDATE_SNAPSHOTS=1 and review it"
     assert result == json.loads(snap.read_text())
+
+
+def test_entry_readmes_match_their_templates() -> None:
+    proc = nfvcat("docs", "--check")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_entries_are_versioned_against_the_last_release() -> None:
+    """Changed entries are bumped, broken interfaces are major bumps (vs the last git tag, if any)."""
+    proc = nfvcat("versions", "--format", "json")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
