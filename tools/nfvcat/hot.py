@@ -115,26 +115,31 @@ def find_resource(ref: str, data: Any, outer: tuple[Any, ...] = ()) -> tuple[Any
     return None
 
 
+def follow(data: Any, raw: Any, given: dict[str, Any], outer: tuple[Any, ...],
+           rtype: str) -> tuple[Any, dict[str, Any]] | str | None:
+    """What a property naming another object points at: (template, body) of a resource of type ``rtype``
+    (in this template or one nesting it), or a name (an existing flavor or network), or None."""
+    value = raw if resource_ref(raw) else resolve(data, raw, given)
+    ref = resource_ref(value)
+    if ref:
+        found = find_resource(ref, data, outer)
+        return found if found is not None and found[1].get("type") == rtype else None
+    return value if isinstance(value, str) else None
+
+
 def network_of(data: Any, port: dict[str, Any], given: dict[str, Any],
                networks: dict[str, dict[str, Any]] | None = None,
                outer: tuple[Any, ...] = ()) -> dict[str, Any] | None:
     """The provider attributes (network_type, physical_network, segmentation_id) of a port's network:
     an OS::Neutron::ProviderNet in this template or one nesting it, or a catalog network by name."""
-    raw = props(port).get("network")
-    value = raw if resource_ref(raw) else resolve(data, raw, given)
-    ref = resource_ref(value)
-    if ref:
-        found = find_resource(ref, data, outer)
-        if found is None or found[1].get("type") != "OS::Neutron::ProviderNet":
-            return None
-        scope, body = found
+    target = follow(data, props(port).get("network"), given, outer, "OS::Neutron::ProviderNet")
+    if isinstance(target, tuple):
+        scope, body = target
         p = props(body)
         scope_given = given if scope is data else {}
         return {k: resolve(scope, p.get(k), scope_given)
                 for k in ("network_type", "physical_network", "segmentation_id")}
-    if isinstance(value, str) and networks and value in networks:
-        return networks[value]
-    return None
+    return (networks or {}).get(target) if isinstance(target, str) else None
 
 
 def provider_networks(data: Any) -> dict[str, dict[str, Any]]:
@@ -188,16 +193,11 @@ def flavor_specs(data: Any, server: dict[str, Any], given: dict[str, Any],
                  catalog: dict[str, dict[str, Any]], outer: tuple[Any, ...] = ()) -> dict[str, Any] | None:
     """The extra specs of a server's flavor: an OS::Nova::Flavor in the template (or one nesting it) or a
     catalog flavor by name."""
-    raw = props(server).get("flavor")
-    value = raw if resource_ref(raw) else resolve(data, raw, given)
-    ref = resource_ref(value)
-    if ref:
-        found = find_resource(ref, data, outer)
-        if found is None or found[1].get("type") != "OS::Nova::Flavor":
-            return None
-        specs = props(found[1]).get("extra_specs")
-        return specs if isinstance(specs, dict) else {}
-    if isinstance(value, str) and value in catalog:
-        specs = catalog[value].get("extra_specs")
-        return specs if isinstance(specs, dict) else {}
-    return None
+    target = follow(data, props(server).get("flavor"), given, outer, "OS::Nova::Flavor")
+    if isinstance(target, tuple):
+        specs = props(target[1]).get("extra_specs")
+    elif isinstance(target, str) and target in catalog:
+        specs = catalog[target].get("extra_specs")
+    else:
+        return None
+    return specs if isinstance(specs, dict) else {}
