@@ -5,9 +5,13 @@ Regenerate the golden files after an intended change with ``NFVCAT_UPDATE_GOLDEN
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
+import shutil
+import sys
+import types
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -15,9 +19,10 @@ from typing import Any
 import pytest
 import yaml
 
+from nfvcat import packaging
 from nfvcat.commands.package import build
 from nfvcat.errors import UserError
-from tests.conftest import ROOT, nfvcat
+from tests.conftest import ROOT, findings_of, nfvcat
 
 GOLDEN = ROOT / "tests" / "golden" / "packages"
 ENTRIES = ["vnf-vrouter", "vnf-ipsec-gw"]
@@ -44,8 +49,13 @@ def describe(path: Path) -> dict[str, Any]:
         infos = zf.infolist()
         meta = _strings(zf.read("TOSCA-Metadata/TOSCA.meta"))
         manifest = zf.read(meta["ETSI-Entry-Manifest"]).decode()
+        # the generated top templates, as data, so a change to them shows in the golden file's diff
+        basehot = {i.filename: yaml.safe_load(zf.read(i)) for i in infos
+                   if re.fullmatch(r"BaseHOT/[^/]+/[^/]+\.ya?ml", i.filename)}
+        basehot = json.loads(json.dumps(basehot, default=str))  # heat_template_version reads as a date
     return {
         "name": path.name,
+        "basehot": basehot,
         "files": [i.filename for i in infos],
         "tosca_meta": meta,
         "manifest": parse_manifest(manifest),
@@ -65,8 +75,6 @@ def test_package_matches_golden(entry: str, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("entry", ENTRIES)
 def test_manifest_hashes_every_member_but_itself_and_tosca_meta(entry: str, tmp_path: Path) -> None:
-    import hashlib
-
     built = build(ROOT / "vnfd" / entry, tmp_path)
     desc = describe(built)
     listed = desc["manifest"]["artifacts"]
@@ -91,7 +99,8 @@ def test_build_is_deterministic(tmp_path: Path) -> None:
 def test_command_line(tmp_path: Path) -> None:
     proc = nfvcat("package", "vnfd/vnf-ipsec-gw", "-o", str(tmp_path))
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip() == str(tmp_path / "vnf-ipsec-gw-1.0.0.zip")
+    version = yaml.safe_load((ROOT / "vnfd" / "vnf-ipsec-gw" / "entry.yaml").read_text())["version"]
+    assert proc.stdout.strip() == str(tmp_path / f"vnf-ipsec-gw-{version}.zip")
 
 
 def test_not_a_vnfd_entry_is_a_one_line_error(tmp_path: Path) -> None:
@@ -100,3 +109,165 @@ def test_not_a_vnfd_entry_is_a_one_line_error(tmp_path: Path) -> None:
     proc = nfvcat("package", str(tmp_path), "-o", str(tmp_path / "out"))
     assert proc.returncode == 1, proc.stderr
     assert proc.stderr.startswith("nfvcat: error:") and "Traceback" not in proc.stderr
+
+
+# BaseHOT comes from the catalog: one source for the HOT templates, the packages and the lifecycle tool.
+
+CATALOG = {  # vnfd entry -> (catalog HOT template, the hook it get_file's, the VDU)
+    "vnf-vrouter": ("templates/heat/vnf-vrouter/vrouter.yaml", "hooks/vrouter/user-data.yaml", "VDU_VROUTER"),
+    "vnf-ipsec-gw": ("templates/heat/vnf-ipsec-gw/ipsec-gw.yaml", "hooks/ipsec-gw/user-data.yaml", "VDU_IPSEC"),
+}
+IMAGE_NODE = {"vnf-vrouter": "VB_VROUTER", "vnf-ipsec-gw": "VB_IPSEC"}  # the node with the sw_image_data
+
+
+@pytest.mark.parametrize("entry", ENTRIES)
+def test_packaged_nested_template_and_hook_are_the_catalog_files_byte_for_byte(entry: str, tmp_path: Path) -> None:
+    template, hook, _ = CATALOG[entry]
+    nested = f"BaseHOT/default/nested/{Path(template).name}"
+    with zipfile.ZipFile(build(ROOT / "vnfd" / entry, tmp_path)) as zf:
+        assert zf.read(nested) == (ROOT / template).read_bytes()
+        assert zf.read(hook) == (ROOT / hook).read_bytes()
+        ref = packaging.walk(yaml.safe_load(zf.read(nested)), "get_file")
+        # the nested template's get_file, seen from nested/, is the hook's member: no path was rewritten
+        assert [os.path.normpath(os.path.join(os.path.dirname(nested), r)) for r in ref] == [hook]
+        assert not any(n.startswith("BaseHOT/") and n not in (nested, f"BaseHOT/default/{entry}.yaml")
+                       for n in zf.namelist())
+    assert not (ROOT / "vnfd" / entry / "BaseHOT").exists(), "BaseHOT/ is generated, not kept in the entry"
+
+
+@pytest.mark.parametrize("entry", ENTRIES)
+def test_top_template_maps_nfv_onto_the_catalog_parameters(entry: str, tmp_path: Path) -> None:
+    template, _, vdu = CATALOG[entry]
+    catalog = yaml.safe_load((ROOT / template).read_text())
+    with zipfile.ZipFile(build(ROOT / "vnfd" / entry, tmp_path)) as zf:
+        top = yaml.safe_load(zf.read(f"BaseHOT/default/{entry}.yaml"))
+    assert top["parameters"]["nfv"]["type"] == "json"
+    for name, schema in top["parameters"].items():
+        assert name == "nfv" or schema == catalog["parameters"][name], name  # copied, not restated
+    res = top["resources"][vdu]
+    assert res["type"] == Path(template).name  # Tacker puts nested/*.yaml in Heat's files by file name
+    props = res["properties"]
+    assert set(props) <= set(catalog["parameters"])
+    assert {n for n, p in catalog["parameters"].items() if "default" not in p} <= set(props)
+    assert props["image"] == {"get_param": ["nfv", "VDU", IMAGE_NODE[entry], "image"]}
+    assert props["flavor"] == {"get_resource": f"{vdu}_flavor"}
+    assert props["data_plane"] == "sriov" and props["use_config_drive"] is True
+    assert props["mgmt_network"] == {"get_resource": "VL_MGMT"}
+    cps = sorted(p["get_param"][2] for p in props.values() if isinstance(p, dict)
+                 and p.get("get_param", [None])[:2] == ["nfv", "CP"])
+    assert len(cps) == 2 and all(cp.startswith("CP_") for cp in cps)
+    flavor = top["resources"][f"{vdu}_flavor"]["properties"]
+    assert (flavor["vcpus"], flavor["ram"], flavor["disk"]) == (4, 8192, 10)
+    assert flavor["extra_specs"]["hw:cpu_policy"] == "dedicated"
+    assert top["resources"]["VL_MGMT_subnet"]["properties"]["cidr"].endswith("/24")
+    assert set(top["outputs"]) == set(catalog["outputs"])
+    assert all(o["value"] == {"get_attr": [vdu, n]} for n, o in top["outputs"].items())
+
+
+def test_built_packages_and_their_extracted_basehot_validate_clean(tmp_path: Path) -> None:
+    """The CSARs (tosca-parser, tacker's load_csar_data), and the top template with its nested catalog
+    template and hook as Heat gets them from Tacker: the nested template under its file name next to
+    the top template, the hook where the nested template's get_file points."""
+    paths = []
+    for entry in ENTRIES:
+        built = build(ROOT / "vnfd" / entry, tmp_path / "dist")
+        paths.append(str(built))
+        out = tmp_path / entry
+        with zipfile.ZipFile(built) as zf:
+            zf.extractall(out)
+        nested = out / "BaseHOT" / "default" / "nested"
+        shutil.copy(out / "BaseHOT" / "default" / f"{entry}.yaml", nested / f"{entry}.yaml")
+        paths += [str(nested / f"{entry}.yaml"), str(nested / Path(CATALOG[entry][0]).name)]
+    code, findings = findings_of("--no-cache", *paths)
+    assert (code, findings) == (0, [])
+
+
+def test_lcm_user_data_is_one_file_for_every_entry() -> None:
+    bodies = {(ROOT / "vnfd" / e / "UserData" / "lcm_user_data.py").read_bytes() for e in ENTRIES}
+    assert len(bodies) == 1
+
+
+def _user_data(entry: str) -> Any:
+    sys.path.insert(0, str(ROOT / "vnfd" / entry))
+    try:
+        sys.modules.pop("UserData.lcm_user_data", None)
+        sys.modules.pop("UserData", None)
+        from UserData import lcm_user_data  # type: ignore[import-not-found]
+    finally:
+        sys.path.remove(str(ROOT / "vnfd" / entry))
+    return lcm_user_data
+
+
+def test_lcm_user_data_fills_the_nfv_keys_of_the_generated_top_template(tmp_path: Path) -> None:
+    pytest.importorskip("tacker")
+    entry = "vnf-vrouter"
+    built = build(ROOT / "vnfd" / entry, tmp_path)
+    csar = tmp_path / "csar"
+    with zipfile.ZipFile(built) as zf:
+        zf.extractall(csar)
+    top = yaml.safe_load((csar / "BaseHOT/default/vnf-vrouter.yaml").read_text())
+    nested = yaml.safe_load((csar / "BaseHOT/default/nested/vrouter.yaml").read_text())
+    vnfd = yaml.safe_load((csar / "Definitions/vnf-vrouter_df_default.yaml").read_text())
+    ud = _user_data(entry)
+    expected_nfv = {"VDU": {"VB_VROUTER": {"image": "nfvcat-vrouter-1.0.0"}},
+                    "CP": {"CP_WAN": {"network": "net-wan"}, "CP_LAN": {"network": "net-lan"}}}
+
+    ns = types.SimpleNamespace
+    req = ns(ext_virtual_links=[ns(resource_id="net-wan", ext_cps=[ns(cpd_id="CP_WAN")]),
+                                ns(resource_id="net-lan", ext_cps=[ns(cpd_id="CP_LAN")])],
+             additional_params={"enable_frr": True, "lcm-operation-user-data": "./UserData/lcm_user_data.py"})
+    v1 = ud.VnfUserData.instantiate({"heat_template": top, "vrouter.yaml": nested}, vnfd, req, {})
+    assert v1 == {"nfv": expected_nfv, "enable_frr": True}
+
+    cp = {"x": {"cpProtocolData": [{"layerProtocol": "IP_OVER_ETHERNET"}]}}
+    req2 = {"flavourId": "default", "additionalParams": {"enable_frr": True},
+            "extVirtualLinks": [{"id": "a", "resourceId": "net-wan", "extCps": [{"cpdId": "CP_WAN", "cpConfig": cp}]},
+                                {"id": "b", "resourceId": "net-lan", "extCps": [{"cpdId": "CP_LAN", "cpConfig": cp}]}]}
+    v2 = ud.VnfUserDataV2.instantiate(req2, {"vnfdId": "x"}, {}, {}, str(csar))
+    assert v2["parameters"] == {"nfv": expected_nfv, "enable_frr": True}
+    hook = "../../../hooks/vrouter/user-data.yaml"
+    assert sorted(v2["files"]) == [hook, "vrouter.yaml"]
+    assert v2["files"][hook] == (ROOT / "hooks/vrouter/user-data.yaml").read_text()
+
+
+def _copy_entry(tmp_path: Path, entry: str = "vnf-vrouter") -> Path:
+    """The entry and the catalog files it refers to, in a scratch catalog."""
+    for rel in (f"vnfd/{entry}", "templates/heat/vnf-vrouter", "hooks/vrouter"):
+        shutil.copytree(ROOT / rel, tmp_path / rel, ignore=shutil.ignore_patterns("__pycache__"))
+    return tmp_path / "vnfd" / entry
+
+
+def test_basehot_errors_are_one_line_user_errors(tmp_path: Path) -> None:
+    entry = _copy_entry(tmp_path)
+    mapping = entry / "basehot.yaml"
+    good = mapping.read_text()
+
+    mapping.write_text(good.replace("  data_plane: sriov", "  data_plane: sriov\n  no_such_param: 1"))
+    with pytest.raises(UserError, match=r"not parameters of vrouter\.yaml: no_such_param"):
+        build(entry, tmp_path / "out")
+
+    mapping.write_text(good.replace("  mgmt_network: {get_resource: VL_MGMT}\n", ""))
+    with pytest.raises(UserError, match=r"vrouter\.yaml needs a value for mgmt_network"):
+        build(entry, tmp_path / "out")
+
+    mapping.write_text(good)
+    (entry / "BaseHOT" / "default").mkdir(parents=True)
+    (entry / "BaseHOT" / "default" / "old.yaml").write_text("heat_template_version: 2021-04-16\n")
+    with pytest.raises(UserError, match=r"BaseHOT/ is generated"):
+        build(entry, tmp_path / "out")
+    shutil.rmtree(entry / "BaseHOT")
+
+    template = tmp_path / "templates/heat/vnf-vrouter/vrouter.yaml"
+    template.write_text(template.read_text().replace("../../../hooks/vrouter", "../../../../../hooks/vrouter"))
+    with pytest.raises(UserError, match=r"would lie outside the package"):
+        build(entry, tmp_path / "out")
+
+
+def test_basehot_follows_the_catalog(tmp_path: Path) -> None:
+    """A change to the catalog template or the hook is in the next package, byte for byte."""
+    entry = _copy_entry(tmp_path)
+    hook = tmp_path / "hooks/vrouter/user-data.yaml"
+    hook.write_bytes(hook.read_bytes() + b"# changed\n")
+    with zipfile.ZipFile(build(entry, tmp_path / "out")) as zf:
+        assert zf.read("hooks/vrouter/user-data.yaml") == hook.read_bytes()
+        assert hashlib.sha256(hook.read_bytes()).hexdigest() in zf.read("vnf-vrouter.mf").decode()

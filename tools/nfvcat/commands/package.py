@@ -1,7 +1,9 @@
 """``nfvcat package vnfd/NAME -o DIR``: build an ETSI SOL004 CSAR (a VNF package for Tacker) from an entry.
 
 The package holds TOSCA-Metadata/TOSCA.meta, the entry's Definitions/ (plus the SOL001 type files the
-VNFD imports by name, taken from the installed tacker wheel), BaseHOT/ and UserData/ for Tacker's LCM,
+VNFD imports by name, taken from the installed tacker wheel), UserData/ for Tacker's LCM, BaseHOT/
+generated from the catalog (the entry's basehot.yaml: a top template over the catalog HOT template,
+which is nested byte for byte, with the hook files it get_file's; see nfvcat.packaging),
 Files/ChangeLog.txt, and a manifest with the SHA-256 of every other file. The zip is deterministic:
 sorted members, fixed timestamps and permissions, so the same entry always gives the same bytes.
 """
@@ -19,6 +21,7 @@ from typing import Any
 
 import yaml
 
+from nfvcat import packaging
 from nfvcat.errors import UserError
 
 PACKAGE_DIRS = ("Definitions", "BaseHOT", "UserData", "Scripts", "Files")
@@ -74,6 +77,10 @@ def members(entry_dir: Path, entry: dict[str, Any]) -> dict[str, bytes]:
                 raise UserError(f"{path}: symbolic links are not packaged")
             if path.is_file() and "__pycache__" not in path.parts and not path.name.endswith(".pyc"):
                 files[path.relative_to(entry_dir).as_posix()] = path.read_bytes()
+    generated = packaging.basehot_files(entry_dir, entry)
+    if generated and any(name.startswith("BaseHOT/") for name in files):
+        raise UserError(f"{entry_dir}: BaseHOT/ is generated from {packaging.MAPPING_FILE}; remove BaseHOT/")
+    files.update(generated)
     template = entry["template"]
     if template not in files:
         raise UserError(f"{entry_dir}: the entry's template {template} is not under Definitions/")

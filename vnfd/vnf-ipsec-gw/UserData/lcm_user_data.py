@@ -1,15 +1,117 @@
-"""LCM user data for Tacker's v1 VNF LCM: turns the VNFD, the grant and the instantiation request into
-the ``nfv`` parameter of the BaseHOT. Runs inside tacker-conductor, so it may import tacker."""
+"""LCM user data for Tacker: builds the parameters of the generated BaseHOT (``nfv`` and the catalog
+parameters the top template declares) from the VNFD, the grant and the instantiation request.
+Runs inside Tacker, so it may import tacker. The same file serves every nfvcat vnfd entry.
 
-from tacker.vnfm.lcm_user_data import utils
-from tacker.vnfm.lcm_user_data.abstract_user_data import AbstractUserData
+- ``VnfUserData``: Tacker's v1 VNF LCM API (``instantiate(base_hot_dict, vnfd_dict, inst_req_info,
+  grant_info)`` returns the stack parameters). v1 sends Heat only BaseHOT/<flavour>/nested/*.yaml as
+  ``files``, not what a nested template ``get_file``s, so the catalog template's day-0 hook cannot reach
+  Heat through v1.
+- ``VnfUserDataV2``: Tacker's v2 API (``instantiate(req, inst, grant_req, grant, tmp_csar_dir)`` returns
+  template, parameters and files); it adds each file a nested template ``get_file``s, read from the
+  package at the path the template names, so the nested catalog template runs unchanged.
+
+Keys of ``nfv`` are the ``get_param: [nfv, ...]`` paths of the top template: ``nfv.VDU.<node>.image``
+(the node with sw_image_data: the grant's image, else the VNFD's image name) and
+``nfv.CP.<external CP>.network`` (the extVirtualLink whose extCps name that CP).
+"""
+
+import os
+
+import yaml
+
+
+def _walk(node, key):
+    if isinstance(node, dict):
+        for k, v in node.items():
+            if k == key:
+                yield v
+            yield from _walk(v, key)
+    elif isinstance(node, list):
+        for v in node:
+            yield from _walk(v, key)
+
+
+def init_nfv(top_hot):
+    """{'VDU': {...}, 'CP': {...}} with a None leaf for each get_param [nfv, KIND, NAME, KEY]."""
+    nfv = {'VDU': {}, 'CP': {}}
+    for path in _walk(top_hot.get('resources', {}), 'get_param'):
+        if isinstance(path, list) and len(path) == 4 and path[0] == 'nfv':
+            nfv.setdefault(path[1], {}).setdefault(path[2], {})[path[3]] = None
+    return nfv
+
+
+def sw_image_names(vnfd_dict):
+    nodes = (vnfd_dict or {}).get('topology_template', {}).get('node_templates', {})
+    return {name: node['properties']['sw_image_data']['name'] for name, node in nodes.items()
+            if isinstance(node, dict) and (node.get('properties') or {}).get('sw_image_data')}
+
+
+def additional_params(top_hot, additional):
+    """The top template's parameters other than nfv that the request's additionalParams set."""
+    return {name: additional[name] for name in top_hot.get('parameters', {})
+            if name != 'nfv' and name in (additional or {})}
+
+
+def nested_files(files, nested_dir):
+    """What the nested templates get_file, keyed by the path as written, read from nested_dir."""
+    found = {}
+    for body in list(files.values()):
+        tpl = yaml.safe_load(body) if isinstance(body, str) else body
+        for ref in _walk(tpl, 'get_file'):
+            if isinstance(ref, str) and ref not in files:
+                with open(os.path.normpath(os.path.join(nested_dir, ref)), encoding='utf-8') as f:
+                    found[ref] = f.read()
+    return found
+
+
+try:
+    from tacker.vnfm.lcm_user_data import utils
+    from tacker.vnfm.lcm_user_data.abstract_user_data import AbstractUserData
+except ImportError:  # a Tacker without the v1 LCM
+    AbstractUserData = object
 
 
 class VnfUserData(AbstractUserData):
     @staticmethod
     def instantiate(base_hot_dict=None, vnfd_dict=None, inst_req_info=None, grant_info=None):
-        params = utils.create_initial_param_dict(base_hot_dict)
-        flavors = utils.create_vdu_flavor_dict(vnfd_dict)
-        images = utils.create_vdu_image_dict(grant_info)
-        cp_vl = utils.create_cpd_vl_dict(base_hot_dict, inst_req_info)
-        return utils.create_final_param_dict(params, flavors, images, cp_vl)
+        top = base_hot_dict['heat_template']
+        nfv = init_nfv(top)
+        images = sw_image_names(vnfd_dict)
+        images.update(utils.create_vdu_image_dict(grant_info or {}))
+        for name, vdu in nfv['VDU'].items():
+            if 'image' in vdu:
+                vdu['image'] = images.get(name)
+        networks = {}
+        for ext_vl in getattr(inst_req_info, 'ext_virtual_links', None) or []:
+            for ext_cp in ext_vl.ext_cps or []:
+                networks[ext_cp.cpd_id] = ext_vl.resource_id
+        for name, cp in nfv['CP'].items():
+            if 'network' in cp:
+                cp['network'] = networks.get(name)
+        params = {'nfv': nfv}
+        params.update(additional_params(top, getattr(inst_req_info, 'additional_params', None)))
+        return params
+
+
+try:
+    from tacker.sol_refactored.common import common_script_utils
+    from tacker.sol_refactored.infra_drivers.openstack.userdata_default import DefaultUserData
+except ImportError:  # a Tacker without the v2 API
+    DefaultUserData = object
+
+
+class VnfUserDataV2(DefaultUserData):
+    @staticmethod
+    def instantiate(req, inst, grant_req, grant, tmp_csar_dir):
+        fields = DefaultUserData.instantiate(req, inst, grant_req, grant, tmp_csar_dir)
+        flavour_id = req['flavourId']
+        vnfd = common_script_utils.get_vnfd(inst['vnfdId'], tmp_csar_dir)
+        top = yaml.safe_load(fields['template'])
+        nfv = fields['parameters']['nfv']
+        for name, vdu in nfv.get('VDU', {}).items():
+            if 'image' in vdu:
+                vdu['image'] = common_script_utils.get_param_image(name, flavour_id, vnfd, grant)
+        fields['parameters'].update(additional_params(top, req.get('additionalParams')))
+        nested = os.path.join(tmp_csar_dir, 'BaseHOT', flavour_id, 'nested')
+        fields['files'].update(nested_files(fields['files'], nested))
+        return fields

@@ -1,0 +1,259 @@
+"""BaseHOT for a VNF package, generated from the catalog: one source for HOT, CSAR and lifecycle.
+
+A vnfd entry's ``basehot.yaml`` names the catalog HOT entry its VDU is (``catalog``), the VDU
+(``vdu``), and what the top template passes to each of the catalog template's parameters
+(``properties``), mostly from Tacker's ``nfv`` map. From that, the VNFD and the catalog template,
+``basehot_files`` returns, by member name:
+
+- ``BaseHOT/<flavour>/<entry name>.yaml``: the top template Tacker's LCM creates. One ``nfv`` parameter
+  (type json, built by the package's UserData), the catalog parameters listed in ``additional_params``
+  (their definitions copied from the catalog template; Tacker fills them from ``additionalParams``), an
+  ``OS::Nova::Flavor`` from the VDU's ``virtual_compute`` (vCPUs, memory, local disk, ``nova_extra_specs``),
+  a network and subnet per internal ``VnfVirtualLink``, the VDU as a resource of the catalog template's
+  type, and every catalog output passed through.
+- ``BaseHOT/<flavour>/nested/<template>``: the catalog template, byte for byte. Its resource type in the
+  top template is the bare file name: Tacker (v1 and v2 LCM) sends each ``nested/*.yaml`` to Heat under
+  its file name in the stack's ``files``, and Heat looks a template resource's type up there.
+- every file the catalog template ``get_file``s, byte for byte, at the path that ``get_file`` names seen
+  from ``nested/``: ``../../../hooks/vrouter/user-data.yaml`` is ``hooks/vrouter/user-data.yaml`` at the
+  root of the CSAR, so the nested template needs no rewrite. A path that would leave the CSAR is an error.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import posixpath
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from nfvcat.errors import UserError
+
+MAPPING_FILE = "basehot.yaml"
+_UNITS = {"b": 1, "kb": 10**3, "kib": 2**10, "mb": 10**6, "mib": 2**20, "gb": 10**9, "gib": 2**30,
+          "tb": 10**12, "tib": 2**40}
+
+
+class _Dumper(yaml.SafeDumper):
+    """Block style, keys in the order built, long strings not folded."""
+
+
+def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    style = None
+    if "\n" in value.rstrip("\n"):
+        style = "|"
+    elif value.endswith("\n"):
+        style = ">"  # a folded description, as the catalog writes them
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+def _list(dumper: yaml.SafeDumper, value: list[Any]) -> yaml.SequenceNode:
+    short = all(isinstance(v, (str, int)) for v in value) and len(str(value)) <= 60
+    return dumper.represent_sequence("tag:yaml.org,2002:seq", value, flow_style=short)
+
+
+_Dumper.add_representer(str, _str)
+_Dumper.add_representer(list, _list)
+
+
+def size(value: Any, unit: str) -> int:
+    """A SOL001 scalar-unit.size (``8 GiB``) in whole ``unit`` (``MiB``, ``GiB``)."""
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([A-Za-z]+)\s*", str(value))
+    if not match or match.group(2).lower() not in _UNITS:
+        raise UserError(f"not a size: {value!r}")
+    return int(float(match.group(1)) * _UNITS[match.group(2).lower()] // _UNITS[unit.lower()])
+
+
+def walk(node: Any, key: str) -> list[Any]:
+    """Every argument of the intrinsic function ``key`` in a template, in document order."""
+    found: list[Any] = []
+    if isinstance(node, dict):
+        for k, v in node.items():
+            if k == key:
+                found.append(v)
+            found.extend(walk(v, key))
+    elif isinstance(node, list):
+        for v in node:
+            found.extend(walk(v, key))
+    return found
+
+
+def _load(path: Path) -> Any:
+    try:
+        return yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UserError(f"{path}: no such file") from None
+    except (OSError, yaml.YAMLError) as exc:
+        raise UserError(f"{path}: {exc}") from None
+
+
+def read_mapping(entry_dir: Path) -> dict[str, Any] | None:
+    path = entry_dir / MAPPING_FILE
+    if not path.is_file():
+        return None
+    data = _load(path)
+    if not isinstance(data, dict):
+        raise UserError(f"{path}: not a mapping")
+    for key in ("catalog", "vdu"):
+        if not isinstance(data.get(key), str):
+            raise UserError(f"{path}: '{key}' is missing")
+    if not isinstance(data.get("properties", {}), dict):
+        raise UserError(f"{path}: 'properties' must be a mapping")
+    if not isinstance(data.get("additional_params", []), list):
+        raise UserError(f"{path}: 'additional_params' must be a list")
+    return data
+
+
+def catalog_template(entry_dir: Path, mapping: dict[str, Any]) -> Path:
+    """The catalog HOT entry's main template (``template`` of its entry.yaml)."""
+    catalog = (entry_dir / mapping["catalog"]).resolve()
+    entry = _load(catalog / "entry.yaml")
+    if not isinstance(entry, dict) or entry.get("kind") != "heat" or not isinstance(entry.get("template"), str):
+        raise UserError(f"{catalog}: not a catalog HOT entry (kind: heat with a template)")
+    return catalog / entry["template"]
+
+
+def vnfd_flavour(entry_dir: Path, template: str, flavour: str) -> dict[str, Any]:
+    """The node templates of the deployment flavour's VNFD file (the file substituting the VNF node type
+    with that flavour_id), found next to the entry's top-level VNFD."""
+    definitions = (entry_dir / template).parent
+    for path in sorted(definitions.glob("*.yaml")):
+        data = _load(path)
+        topo = data.get("topology_template") if isinstance(data, dict) else None
+        if not isinstance(topo, dict):
+            continue
+        sub = topo.get("substitution_mappings")
+        if isinstance(sub, dict) and (sub.get("properties") or {}).get("flavour_id") == flavour:
+            return topo.get("node_templates") or {}
+    raise UserError(f"{definitions}: no VNFD for deployment flavour '{flavour}'")
+
+
+def _flavor(vdu: str, node: dict[str, Any]) -> dict[str, Any]:
+    props = (((node.get("capabilities") or {}).get("virtual_compute") or {}).get("properties") or {})
+    try:
+        vcpus = props["virtual_cpu"]["num_virtual_cpu"]
+        ram = size(props["virtual_memory"]["virtual_mem_size"], "MiB")
+    except (KeyError, TypeError):
+        raise UserError(f"{vdu}: virtual_compute needs virtual_cpu.num_virtual_cpu and "
+                        "virtual_memory.virtual_mem_size") from None
+    storage = props.get("virtual_local_storage") or []
+    disk = size(storage[0]["size_of_storage"], "GiB") if storage else 0
+    specs = (props.get("compute_requirements") or {}).get("nova_extra_specs") or {}
+    if isinstance(specs, str):  # compute_requirements is a map of strings in SOL001: one JSON string
+        try:
+            specs = json.loads(specs)
+        except ValueError as exc:
+            raise UserError(f"{vdu}: nova_extra_specs is not JSON: {exc}") from None
+    flavor: dict[str, Any] = {"vcpus": vcpus, "ram": ram, "disk": disk}
+    if specs:
+        flavor["extra_specs"] = {str(k): str(v) for k, v in specs.items()}
+    return {"type": "OS::Nova::Flavor", "properties": flavor}
+
+
+def _internal_vl(node: dict[str, Any]) -> dict[str, Any]:
+    for proto in ((node.get("properties") or {}).get("vl_profile") or {}).get("virtual_link_protocol_data") or []:
+        l3 = (proto or {}).get("l3_protocol_data") or {}
+        if l3.get("cidr"):
+            return {"ip_version": 6 if str(l3.get("ip_version")) == "ipv6" else 4, "cidr": l3["cidr"],
+                    "enable_dhcp": bool(l3.get("dhcp_enabled", True))}
+    return {}
+
+
+def hook_members(template: Path, nested_dir: str) -> dict[str, Path]:
+    """Member name in the CSAR -> source file, for every ``get_file`` of the catalog template."""
+    found: dict[str, Path] = {}
+    for ref in walk(_load(template), "get_file"):
+        if not isinstance(ref, str) or "://" in ref:
+            raise UserError(f"{template}: get_file {ref!r} is not a relative path")
+        member = posixpath.normpath(posixpath.join(nested_dir, ref))
+        if member.startswith("../") or posixpath.isabs(member):
+            raise UserError(f"{template}: get_file {ref} would lie outside the package (as {member})")
+        source = Path(os.path.normpath(template.parent / ref))
+        if not source.is_file():
+            raise UserError(f"{template}: get_file {ref}: no such file {source}")
+        found[member] = source
+    return found
+
+
+def top_template(entry: dict[str, Any], mapping: dict[str, Any], catalog: dict[str, Any],
+                 nodes: dict[str, Any], nested_name: str) -> dict[str, Any]:
+    vdu = mapping["vdu"]
+    if not isinstance(nodes.get(vdu), dict) or nodes[vdu].get("type") != "tosca.nodes.nfv.Vdu.Compute":
+        raise UserError(f"basehot.yaml: vdu {vdu} is not a tosca.nodes.nfv.Vdu.Compute of the flavour")
+    cat_params = catalog.get("parameters") or {}
+    properties = dict(mapping.get("properties") or {})
+    unknown = sorted(set(properties) - set(cat_params))
+    passed = list(mapping.get("additional_params") or [])
+    unknown += sorted(set(passed) - set(cat_params))
+    if unknown:
+        raise UserError(f"basehot.yaml: not parameters of {nested_name}: {', '.join(unknown)}")
+    params: dict[str, Any] = {"nfv": {
+        "type": "json",
+        "description": "Tacker's nfv map (VDU images, external CP networks), built by UserData/lcm_user_data.py."}}
+    for name in passed:
+        params[name] = dict(cat_params[name])
+        properties[name] = {"get_param": name}
+    missing = sorted(n for n, p in cat_params.items()
+                     if isinstance(p, dict) and "default" not in p and n not in properties)
+    if missing:
+        raise UserError(f"basehot.yaml: {nested_name} needs a value for {', '.join(missing)}")
+
+    resources: dict[str, Any] = {f"{vdu}_flavor": _flavor(vdu, nodes[vdu])}
+    subnets = []
+    for name, node in nodes.items():
+        if isinstance(node, dict) and node.get("type") == "tosca.nodes.nfv.VnfVirtualLink":
+            resources[name] = {"type": "OS::Neutron::Net"}
+            subnet = _internal_vl(node)
+            if subnet:
+                resources[f"{name}_subnet"] = {"type": "OS::Neutron::Subnet",
+                                               "properties": {"network": {"get_resource": name}, **subnet}}
+                subnets.append(f"{name}_subnet")
+    vdu_resource: dict[str, Any] = {"type": nested_name, "properties": {
+        k: properties[k] for k in cat_params if k in properties}}
+    if subnets:
+        vdu_resource["depends_on"] = subnets  # ports on an internal network need its subnet
+    resources[vdu] = vdu_resource
+    outputs = {name: {"description": out.get("description", ""), "value": {"get_attr": [vdu, name]}}
+               for name, out in (catalog.get("outputs") or {}).items() if isinstance(out, dict)}
+    return {
+        "heat_template_version": catalog.get("heat_template_version"),
+        "description": (f"{entry['name']} {entry['version']}, deployment flavour '{mapping.get('flavour', 'default')}'"
+                        f": the Heat stack Tacker's LCM creates. Generated by nfvcat package: {vdu} is the "
+                        f"catalog template nested/{nested_name}.\n"),
+        "parameters": params,
+        "resources": resources,
+        "outputs": outputs,
+    }
+
+
+def basehot_files(entry_dir: Path, entry: dict[str, Any]) -> dict[str, bytes]:
+    """BaseHOT/ and the hook files for the package, by member name; {} for an entry with no basehot.yaml."""
+    mapping = read_mapping(entry_dir)
+    if mapping is None:
+        return {}
+    flavour = str(mapping.get("flavour", "default"))
+    template = catalog_template(entry_dir, mapping)
+    catalog = _load(template)
+    if not isinstance(catalog, dict):
+        raise UserError(f"{template}: not a HOT template")
+    nested_name = template.name
+    top_name = f"{entry['name']}.yaml"
+    if nested_name == top_name:
+        raise UserError(f"{template}: the nested template may not be named like the top template {top_name}")
+    nodes = vnfd_flavour(entry_dir, entry["template"], flavour)
+    top = top_template(entry, mapping, catalog, nodes, nested_name)
+    header = (f"# Generated by `nfvcat package` from {entry_dir.name}/{MAPPING_FILE}, the VNFD and the catalog\n"
+              f"# template {nested_name} (nested/, byte for byte). Do not edit: change those instead.\n")
+    base = f"BaseHOT/{flavour}"
+    files = {
+        f"{base}/{top_name}": (header + yaml.dump(top, Dumper=_Dumper, sort_keys=False, width=120)).encode(),
+        f"{base}/nested/{nested_name}": template.read_bytes(),
+    }
+    for member, source in hook_members(template, f"{base}/nested").items():
+        if member in files:
+            raise UserError(f"{template}: get_file {member} clashes with a generated file")
+        files[member] = source.read_bytes()
+    return files
