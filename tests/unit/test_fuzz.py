@@ -28,6 +28,7 @@ from nfvcat.rules import all_rules
 from nfvcat.rules.base import Context
 from tests.conftest import ROOT, nfvcat
 
+OFFLINE_IMPORT = "is not fetched: nfvcat validates offline"
 SEED_GLOBS = ["tests/fixtures/rules/*/pass*.yaml", "tests/fixtures/rules/*/pass/**/*.yaml",
               "templates/heat/**/*.yaml", "flavors/**/*.yaml", "hooks/**/*.yaml", "vnfd/**/*.yaml",
               "templates/tosca/**/*.yaml"]
@@ -113,19 +114,23 @@ def test_in_process_path_never_raises(index: int, rng: random.Random, noise: byt
         tmp.unlink(missing_ok=True)
 
 
-def test_batch_through_every_engine(tmp_path: Path) -> None:
-    count = int(os.environ.get("NFVCAT_FUZZ_INPUTS", "120"))
-    seed = int(os.environ.get("NFVCAT_FUZZ_SEED", str(int(time.time()))))
-    print(f"fuzz: {count} inputs, NFVCAT_FUZZ_SEED={seed}")
+def write_mutants(directory: Path, count: int, seed: int) -> None:
     rng = random.Random(seed)
     texts = [(p, p.read_text(encoding="utf-8")) for p in seeds()]
     zips = csar_seeds()
     for n in range(count):
         if zips and rng.random() < 0.05:
-            (tmp_path / f"m{n:05d}.zip").write_bytes(mutate_zip(rng.choice(zips), rng))
+            (directory / f"m{n:05d}.zip").write_bytes(mutate_zip(rng.choice(zips), rng))
             continue
         src, text = rng.choice(texts)
-        (tmp_path / f"m{n:05d}{src.suffix}").write_text(mutate(text, rng), encoding="utf-8", errors="replace")
+        (directory / f"m{n:05d}{src.suffix}").write_text(mutate(text, rng), encoding="utf-8", errors="replace")
+
+
+def test_batch_through_every_engine(tmp_path: Path) -> None:
+    count = int(os.environ.get("NFVCAT_FUZZ_INPUTS", "120"))
+    seed = int(os.environ.get("NFVCAT_FUZZ_SEED", str(int(time.time()))))
+    print(f"fuzz: {count} inputs, NFVCAT_FUZZ_SEED={seed}")
+    write_mutants(tmp_path, count, seed)
     started = time.monotonic()
     proc = nfvcat("validate", "--no-cache", "--format", "json", "--timings", str(tmp_path),
                   timeout=max(600, count * 0.5))
@@ -133,7 +138,11 @@ def test_batch_through_every_engine(tmp_path: Path) -> None:
     print(f"fuzz: validated {count} mutants in {elapsed:.1f} s; exit {proc.returncode}")
     print(proc.stderr[-2000:])
     assert "Traceback" not in proc.stderr
-    assert proc.returncode in (0, 2), proc.stderr[-2000:]
     findings = json.loads(proc.stdout)
-    crashes = [f for f in findings if f["id"] == "E0009"]
+    # A mutated import URL cannot be fetched offline: "not validated" (E0009, exit 3) is the right answer
+    # about such an input. Any other E0009 is an engine that crashed.
+    offline = [f for f in findings if f["id"] == "E0009" and OFFLINE_IMPORT in f["message"]]
+    crashes = [f for f in findings if f["id"] == "E0009" and f not in offline]
+    print(f"fuzz: {len(findings)} findings, {len(offline)} documents with imports not available offline")
     assert not crashes, crashes[:5]
+    assert proc.returncode in ((0, 2, 3) if offline else (0, 2)), proc.stderr[-2000:]
