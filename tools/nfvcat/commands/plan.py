@@ -1,0 +1,90 @@
+"""``nfvcat plan``: where a chain's VNFs land on a host inventory (Nova's own NUMA, huge page and PCI
+fitting), why a VNF does not fit, and ``--capacity``: how many copies fit and what runs out first."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from typing import Any
+
+from nfvcat.errors import EXIT_FINDINGS, EXIT_OK, UserError
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("plan", help="plan VNF placement on a host inventory with Nova's fitting",
+                              description=__doc__)
+    p.add_argument("request", nargs="?", help="placement request YAML or HOT template")
+    p.add_argument("--flavor", help="place this catalog flavor (name or flavor.yaml path) instead of a request")
+    p.add_argument("--count", type=int, default=1, help="instances of --flavor (default 1)")
+    p.add_argument("--port", action="append", default=[], metavar="VNIC[:PHYSNET]",
+                   help="a port of the --flavor VNF, e.g. direct:sriov1 (repeatable)")
+    p.add_argument("--inventory", help="host inventory (default: the reference inventory)")
+    p.add_argument("--flavors", action="append", metavar="DIR", help="catalog flavors directory")
+    p.add_argument("-P", "--parameter", action="append", default=[], metavar="NAME=VALUE",
+                   help="HOT parameter value")
+    p.add_argument("--strategy", choices=("spread", "pack"), default="spread", help="host weighing")
+    p.add_argument("--capacity", action="store_true", help="how many copies fit, and what runs out first")
+    p.add_argument("--max-copies", type=int, default=100000, help="stop --capacity at this many copies")
+    p.add_argument("--format", choices=("text", "json"), default="text")
+    p.set_defaults(func=run)
+
+
+def _chain(args: argparse.Namespace) -> Any:
+    from nfvcat import yamlpos
+    from nfvcat.plan import hot_reader, request
+
+    dirs = args.flavors or request.default_flavor_dirs()
+    if args.flavor and args.request:
+        raise UserError("give either a request/template or --flavor, not both")
+    if args.flavor:
+        if args.count < 1:
+            raise UserError("--count must be at least 1")
+        flavor = request.find_flavor(args.flavor, dirs)
+        ports = [request.port_from_data(p, "--port") for p in args.port]
+        return request.Chain(source=f"flavor {flavor.name}",
+                             vnfs=[request.Vnf(name=flavor.name, flavor=flavor, ports=ports, count=args.count)])
+    if not args.request:
+        raise UserError("nothing to plan: give a placement request, a HOT template or --flavor")
+    try:
+        with open(args.request, encoding="utf-8") as f:
+            data = yamlpos.load(f.read(yamlpos.MAX_BYTES + 1))[0]
+    except OSError as exc:
+        raise UserError(f"{args.request}: cannot read: {exc.strerror or exc}") from None
+    except yamlpos.DocumentError as exc:
+        raise UserError(f"{args.request}:{exc.line}:{exc.column}: {exc.message}") from None
+    if isinstance(data, dict) and "heat_template_version" in data:
+        params: dict[str, Any] = {}
+        for item in args.parameter:
+            name, sep, value = item.partition("=")
+            if not sep:
+                raise UserError(f"-P {item}: expected NAME=VALUE")
+            params[name] = value
+        return hot_reader.load(args.request, data, params, dirs)
+    return request.load(args.request, dirs)
+
+
+def run(args: argparse.Namespace) -> int:
+    from nfvcat.plan import inventory
+
+    inv = inventory.load(args.inventory)
+    chain = _chain(args)
+    from nfvcat.plan import capacity, output
+    from nfvcat.plan.planner import Planner
+    from nfvcat.plan.weigher import DESCRIPTION
+
+    started = time.perf_counter()
+    planner = Planner(inv, args.strategy)
+    meta: dict[str, Any] = {"inventory": inv.path, "hosts": len(inv.hosts), "source": chain.source,
+                            "strategy": args.strategy, "host_choice": DESCRIPTION[args.strategy]}
+    if args.capacity:
+        if args.max_copies < 1:
+            raise UserError("--max-copies must be at least 1")
+        res = capacity.run(planner, chain, args.max_copies)
+        meta["seconds"] = round(time.perf_counter() - started, 3)
+        print(output.capacity_json(res, meta) if args.format == "json" else output.capacity_text(res, meta))
+        return EXIT_OK if res.copies > 0 else EXIT_FINDINGS
+    result = planner.place_chain(chain)
+    meta["seconds"] = round(time.perf_counter() - started, 3)
+    meta["exact_fits"] = planner.exact_fits
+    print(output.plan_json(result, meta) if args.format == "json" else output.plan_text(result, meta))
+    return EXIT_FINDINGS if result.failures else EXIT_OK

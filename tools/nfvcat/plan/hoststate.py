@@ -1,0 +1,226 @@
+"""One host as the scheduler holds it: a Nova ``NUMATopology``, a scheduler-side ``PciDeviceStats``,
+placement counters, and cheap per-cell summaries for prefiltering. Consumption goes through Nova's
+``numa_usage_from_instance_numa`` and ``PciDeviceStats.apply_requests``, as ``HostState`` does."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from nfvcat.errors import UserError
+from nfvcat.plan.inventory import DEFAULT_FILTERS, DeviceSpec, HostSpec
+from nfvcat.plan.novaenv import nova, nova_message
+
+SMALL_PAGE_KB = 4
+_POOL_META = ("count", "devices")
+
+
+def pool_key(pool: dict[str, Any]) -> tuple[tuple[str, str], ...]:
+    return tuple(sorted((k, str(v)) for k, v in pool.items() if k not in _POOL_META))
+
+
+@dataclass
+class CellSummary:
+    id: int
+    socket: int | None
+    n_pcpus: int
+    avail_pcpus: int
+    n_cpus: int
+    cpu_usage: int
+    memory: int
+    memory_usage: int
+    pages: dict[int, tuple[int, int]]  # size_kb -> (free_kb, total_kb)
+    smallest: int | None
+    isolate_ok: bool  # _pack_instance_onto_cores refuses 'isolate' on SMT cells unless pcpuset == cpuset
+    smt: bool  # more than one thread per core ('require' needs it)
+
+
+@dataclass
+class HostState:
+    spec: HostSpec
+    topology: Any  # objects.NUMATopology
+    pci: Any  # PciDeviceStats (scheduler side), empty pools when the host has no devices, as in Nova
+    vcpu_total: float
+    pcpu_total: int
+    mem_total: float
+    vcpu_used: int = 0
+    pcpu_used: int = 0
+    mem_used: int = 0
+    free_devices: dict[tuple[tuple[str, str], ...], list[str]] = field(default_factory=dict)
+    device_totals: dict[tuple[tuple[str, str], ...], int] = field(default_factory=dict)
+    instances: list[str] = field(default_factory=list)
+    enabled_filters: list[str] = field(default_factory=lambda: list(DEFAULT_FILTERS))
+    version: int = 0  # bumped by every consume: a verdict for this host stays valid while it is unchanged
+    _cells: list[CellSummary] | None = None
+    _pci_counts: dict[str, dict[int | None, int]] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def index(self) -> int:
+        return self.spec.index
+
+    def cells(self) -> list[CellSummary]:
+        if self._cells is None:
+            self._cells = [_summary(c) for c in self.topology.cells]
+        return self._cells
+
+    def pci_free(self) -> int:
+        return sum(p["count"] for p in self.pci.pools) if self.pci else 0
+
+    def pci_counts(self, request: Any) -> dict[int | None, int]:
+        """Free devices matching a request's spec, per NUMA node (Nova's own spec and PF filters)."""
+        key = request.request_id
+        counts = self._pci_counts.get(key)
+        if counts is None:
+            counts = {}
+            if self.pci:
+                pools = self.pci._filter_pools_for_spec(self.pci.pools, request)
+                pools = self.pci._filter_pools_for_unrequested_pfs(pools, request)
+                pools = self.pci._filter_pools_for_unrequested_remote_managed_devices(pools, request)
+                for p in pools:
+                    counts[p.get("numa_node")] = counts.get(p.get("numa_node"), 0) + p["count"]
+            self._pci_counts[key] = counts
+        return counts
+
+    def consume(self, fitted: Any, pci_requests: list[Any], vcpus: int, pcpus: int, mem: int) -> list[dict[str, Any]]:
+        """Take what one instance uses; returns the PCI devices it got (address, pool tags)."""
+        n = nova()
+        if fitted is not None:
+            self.topology = n.hardware.numa_usage_from_instance_numa(self.topology, fitted)
+        devices: list[dict[str, Any]] = []
+        if pci_requests and self.pci is not None:
+            before = {pool_key(p): p["count"] for p in self.pci.pools}
+            self.pci.apply_requests(pci_requests, None, fitted.cells if fitted is not None else None)
+            after = {pool_key(p): p["count"] for p in self.pci.pools}
+            for key, count in before.items():
+                for _ in range(count - after.get(key, 0)):
+                    tags = dict(key)
+                    free = self.free_devices.get(key) or []
+                    devices.append({**tags, "device": free.pop(0) if free else None})
+        self.vcpu_used += vcpus
+        self.pcpu_used += pcpus
+        self.mem_used += mem
+        self._cells = None
+        self._pci_counts = {}
+        self.version += 1
+        return devices
+
+
+def _summary(cell: Any) -> CellSummary:
+    pages = {p.size_kb: (p.free_kb, p.total_kb) for p in cell.mempages} if cell.mempages else {}
+    return CellSummary(id=cell.id, socket=cell.socket, n_pcpus=len(cell.pcpuset), avail_pcpus=cell.avail_pcpus,
+                       n_cpus=len(cell.cpuset), cpu_usage=cell.cpu_usage, memory=cell.memory,
+                       memory_usage=cell.memory_usage, pages=pages, smallest=min(pages) if pages else None,
+                       isolate_ok=max(map(len, cell.siblings), default=1) <= 1 or cell.pcpuset == cell.cpuset,
+                       smt=max(map(len, cell.siblings), default=1) > 1)
+
+
+def _topology(spec: HostSpec) -> Any:
+    o = nova().objects
+    cells = []
+    for c in spec.cells:
+        huge_mb = sum(p.size_kb * p.total for p in c.hugepages) // 1024
+        pages = [o.NUMAPagesTopology(size_kb=SMALL_PAGE_KB, total=(c.memory_mb - huge_mb) * 1024 // SMALL_PAGE_KB,
+                                     used=c.small_pages_used_mb * 1024 // SMALL_PAGE_KB, reserved=0)]
+        pages += [o.NUMAPagesTopology(size_kb=p.size_kb, total=p.total, used=p.used, reserved=p.reserved)
+                  for p in sorted(c.hugepages, key=lambda p: p.size_kb)]
+        physnets = {name for name, nodes in spec.physnet_numa_nodes.items() if c.id in nodes}
+        cells.append(o.NUMACell(
+            id=c.id, socket=c.socket, cpuset=set(c.shared), pcpuset=set(c.dedicated), memory=c.memory_mb,
+            cpu_usage=c.cpu_usage, memory_usage=c.memory_usage, pinned_cpus=set(c.pinned),
+            siblings=[set(s) for s in c.siblings], mempages=pages,
+            network_metadata=o.NetworkMetadata(physnets=physnets, tunneled=c.id in spec.tunneled_numa_nodes)))
+    return o.NUMATopology(cells=cells)
+
+
+def derived_device_spec(dev: DeviceSpec) -> dict[str, Any] | None:
+    """The [pci] device_spec entry exposing a device: its VFs (regex on their generated addresses, so no sysfs
+    look-up), or the PF itself with ``passthrough: pf``; tagged with the PF's physnet."""
+    return _derived_device_spec(dev)
+
+
+def _derived_device_spec(dev: DeviceSpec) -> dict[str, Any] | None:
+    dom, bus, slot_fn = dev.address.split(":")
+    if dev.passthrough == "none":
+        return None
+    if dev.passthrough == "vfs" and dev.vfs and dev.vfs.count:
+        slots = sorted({a.split(":")[2].split(".")[0] for a in dev.vf_addresses()})
+        spec: dict[str, Any] = {"vendor_id": dev.vfs.vendor_id, "product_id": dev.vfs.product_id,
+                                "address": {"domain": f"^{dom}$", "bus": f"^{bus}$",
+                                            "slot": "^(" + "|".join(slots) + ")$", "function": "^[0-7]$"}}
+    else:
+        slot, fn = slot_fn.split(".")
+        spec = {"vendor_id": dev.vendor_id, "product_id": dev.product_id,
+                "address": {"domain": f"^{dom}$", "bus": f"^{bus}$", "slot": f"^{slot}$", "function": f"^{fn}$"}}
+    if dev.physnet:
+        spec["physical_network"] = dev.physnet
+    return spec
+
+
+_POOLS_CACHE: dict[str, tuple[list[dict[str, Any]], dict[tuple[tuple[str, str], ...], list[str]]]] = {}
+
+
+def _pci_stats(spec: HostSpec, topology: Any) -> tuple[Any, dict[tuple[tuple[str, str], ...], list[str]]]:
+    n = nova()
+    o = n.objects
+    if spec.device_spec is not None:
+        dev_spec = [json.dumps(s, sort_keys=True) for s in spec.device_spec]
+    else:
+        dev_spec = [json.dumps(s, sort_keys=True) for s in map(_derived_device_spec, spec.devices) if s]
+    key = json.dumps([dev_spec, repr(spec.devices)])
+    if key not in _POOLS_CACHE:  # hosts with the same devices (count: N) get the same pools
+        _POOLS_CACHE[key] = _pools(spec, topology, dev_spec)
+    pools, free = _POOLS_CACHE[key]
+    # The scheduler's view: pools without device objects. Its NUMA topology is only read for cell ids and
+    # sockets (socket affinity policy), so it gets the static part, which keeps the deep copy in
+    # support_requests cheap.
+    slim = o.NUMATopology(cells=[o.NUMACell(id=c.id, socket=c.socket) for c in topology.cells])
+    scheduler_side = n.pci_stats.PciDeviceStats(slim, stats=n.pci_device_pool.from_pci_stats(pools),
+                                                dev_filter=n.whitelist.Whitelist([]))
+    return scheduler_side, {k: list(v) for k, v in free.items()}
+
+
+def _pools(spec: HostSpec, topology: Any,
+           dev_spec: list[str]) -> tuple[list[dict[str, Any]], dict[tuple[tuple[str, str], ...], list[str]]]:
+    """The compute node's side: PciDevice objects through a PciDeviceStats with the [pci] device_spec."""
+    n = nova()
+    o, types = n.objects, n.fields.PciDeviceType
+    try:
+        compute_side = n.pci_stats.PciDeviceStats(topology, dev_filter=n.whitelist.Whitelist(dev_spec))
+    except n.exception.NovaException as exc:
+        raise UserError(f"host {spec.name}: [pci] device_spec rejected by Nova: {nova_message(exc)}") from None
+    for d in spec.devices:
+        pf = o.PciDevice(address=d.address, vendor_id=d.vendor_id, product_id=d.product_id,
+                         dev_type=types.SRIOV_PF if d.vfs else types.STANDARD, numa_node=d.numa_node,
+                         parent_addr=None, extra_info={}, status="available")
+        if not d.used and not (d.vfs and d.vfs.used):
+            compute_side.add_device(pf)
+        if d.vfs:
+            for i, addr in enumerate(d.vf_addresses()):
+                if i < d.vfs.used:
+                    continue
+                compute_side.add_device(o.PciDevice(
+                    address=addr, vendor_id=d.vfs.vendor_id, product_id=d.vfs.product_id, dev_type=types.SRIOV_VF,
+                    numa_node=d.numa_node, parent_addr=d.address, extra_info={}, status="available"))
+    free = {pool_key(p): sorted(dev.address for dev in p["devices"]) for p in compute_side.pools}
+    # what to_device_pools_obj() sends to the scheduler, without deep-copying the device objects
+    pools = [{k: v for k, v in p.items() if k != "devices"} for p in compute_side.pools]
+    return pools, free
+
+
+def build(spec: HostSpec, enabled_filters: list[str] | None = None) -> HostState:
+    topology = _topology(spec)
+    pci, free = _pci_stats(spec, topology)
+    shared = sum(len(c.shared) for c in spec.cells)
+    return HostState(
+        spec=spec, topology=topology, pci=pci, free_devices=free, device_totals={k: len(v) for k, v in free.items()},
+        vcpu_total=shared * spec.cpu_allocation_ratio, pcpu_total=sum(len(c.dedicated) for c in spec.cells),
+        mem_total=sum(c.memory_mb for c in spec.cells) * spec.ram_allocation_ratio - spec.reserved_host_memory_mb,
+        vcpu_used=spec.used_vcpus + sum(c.cpu_usage for c in spec.cells),
+        pcpu_used=sum(len(c.pinned) for c in spec.cells),
+        mem_used=spec.used_memory_mb + sum(c.memory_usage for c in spec.cells),
+        enabled_filters=list(DEFAULT_FILTERS if enabled_filters is None else enabled_filters))
