@@ -50,7 +50,7 @@ def test_chain_fits_and_lands_numa_local() -> None:
         assert {d["vendor_product"] for d in p["pci_devices"]} == {"8086:37c9", "8086:154c"}
     vr = next(p for p in doc["placements"] if p["vnf"] == "vrouter")
     assert vr["role"] == "ovs-dpdk" and len(vr["emulator_cpus"]) == 1
-    assert vr["numa_cells"] == [0], "NUMA-aware vSwitch: dpdk1 and the tunnel are on node 0"
+    assert vr["numa_cells"] == [0], "NUMA-aware vSwitch: physnet_dpdk and the tunnel are on node 0"
 
 
 def test_text_output_and_exit_2_when_something_does_not_fit() -> None:
@@ -123,10 +123,11 @@ def test_reason_role_anti_affinity_and_invalid_flavor() -> None:
 
 
 def test_reason_vhostuser_without_hugepages_and_unmapped_physnet() -> None:
-    plain = Vnf("p", Flavor("p", 2, 2048, extra_specs={"hw:cpu_policy": "dedicated"}), ports=[Port("normal", "dpdk1")])
+    plain = Vnf("p", Flavor("p", 2, 2048, extra_specs={"hw:cpu_policy": "dedicated"}),
+                ports=[Port("normal", "physnet_dpdk")])
     msg = reasons_of(place_one(None, plain))
     assert "need guest memory on huge pages" in msg["dpdk-compute-1"]
-    assert "physnet 'dpdk1' is not in the host's OVS bridge_mappings" in msg["sriov-compute-1"]
+    assert "physnet 'physnet_dpdk' is not in the host's OVS bridge_mappings" in msg["sriov-compute-1"]
 
 
 def test_capacity_and_what_runs_out_first() -> None:
@@ -149,10 +150,10 @@ def test_hot_template_is_read_statically() -> None:
     path = FIX / "chain.hot.yaml"
     chain = hot_reader.load(str(path), yamlpos.load(path.read_text())[0], {}, [str(FIX / "flavors")])
     by = {v.name: v for v in chain.vnfs}
-    assert by["gw_a"].flavor.name == "qat-ipsec" and by["gw_a"].ports == [Port("direct", "sriov1")]
+    assert by["gw_a"].flavor.name == "qat-ipsec" and by["gw_a"].ports == [Port("direct", "physnet_sriov")]
     assert by["gw_a"].server_group == "ha" and chain.server_groups == {"ha": "anti-affinity"}
     assert by["vrouter"].flavor.extra_specs["hw:mem_page_size"] == "1GB"
-    assert by["vrouter"].ports == [Port("normal", "dpdk1")]
+    assert by["vrouter"].ports == [Port("normal", "physnet_dpdk")]
     proc = nfvcat("plan", str(path), *FLAVORS, "-P", "gw_flavor=pinned-1g", "--format", "json")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert {p["instance"] for p in json.loads(proc.stdout)["placements"]} == {"gw_a", "gw_b", "vrouter"}
@@ -191,8 +192,7 @@ def test_reference_inventory_is_numa_balanced() -> None:
     for h in inv.hosts:
         assert len(h.cells) == 2
         if h.role == "sriov" and any(d.kind == "qat" for d in h.devices):
-            for physnet in ("sriov1", "sriov2"):
-                assert {d.numa_node for d in h.devices if d.physnet == physnet} == {0, 1}
+            assert {d.numa_node for d in h.devices if d.physnet == "physnet_sriov"} == {0, 1}
             assert {d.numa_node for d in h.devices if d.kind == "qat"} == {0, 1}
 
 
@@ -232,13 +232,13 @@ def test_guest_without_pci_keeps_off_the_nic_numa_node() -> None:
 
 
 def test_numa_aware_vswitch_limits_ovs_dpdk_guests_to_the_nic_node() -> None:
-    vnf = Vnf("vr", flavor("dpdk-vnf"), ports=[Port("normal", "dpdk1"), Port("normal")])
+    vnf = Vnf("vr", flavor("dpdk-vnf"), ports=[Port("normal", "physnet_dpdk"), Port("normal")])
     res = capacity.run(Planner(inventory.load(None)), Chain("c", [vnf]), 1000)
     assert res.copies == 24, "6 x (6 vCPUs + 1 emulator PCPU) on node 0 of each of the 4 OVS-DPDK hosts"
     runs_out = {code: (hosts, msg) for code, hosts, msg in res.runs_out}
     assert runs_out["role"][0] == 5, "the SR-IOV hosts: role"
     hosts, msg = runs_out["vswitch-numa"]
-    assert hosts == 4 and "dpdk1 on node 0" in msg and "cell0 6" in msg
+    assert hosts == 4 and "physnet_dpdk on node 0" in msg and "cell0 6" in msg
 
 
 CATALOG = sorted((ROOT / "flavors").glob("*/flavor.yaml"))
