@@ -263,3 +263,22 @@ def test_catalog_flavor_by_nova_name() -> None:
     # entry directories and Nova names are the same in the fixtures; in the catalog they differ
     if (ROOT / "flavors" / "nfv-qat-required" / "flavor.yaml").exists():
         assert find_flavor("nfv.qat.required", [str(ROOT / "flavors")]).name == "nfv.qat.required"
+
+
+@pytest.mark.parametrize("entry,env,servers", [
+    ("chain-vrouter", "sriov.env.yaml", {"vrouter.server"}),
+    ("chain-vrouter-ipsec", "site-a.env.yaml", {"vrouter.server", "gateway.server"}),
+    ("chain-sfc", "udp-flows.env.yaml", {"vrouter_a.server", "vrouter_b.server"}),
+])
+def test_catalog_chains_plan_through_their_nested_vnfs(entry: str, env: str, servers: set[str]) -> None:
+    """A chain's servers live in nested VNF templates; networks come by name from net-provider."""
+    chain = ROOT / "templates" / "heat" / entry
+    proc = nfvcat("plan", str(chain / f"{entry}.yaml"), "-e", str(chain / "examples" / env), "--format", "json")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    placed = json.loads(proc.stdout)["placements"]
+    assert {p["instance"] for p in placed} == servers
+    if entry == "chain-sfc":
+        assert len({p["host"] for p in placed}) == 2, "the redundant pair is anti-affine"
+    if env == "sriov.env.yaml":
+        [p] = placed
+        assert {d["numa_node"] for d in p["pci_devices"]} == set(p["numa_cells"]), "VFs NUMA-local"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -61,3 +62,18 @@ def examples_of(entry_dir: Path) -> list[Path]:
 def main_template(entry_dir: Path, entry: Any) -> Path | None:
     name = entry.get("template") if isinstance(entry, dict) else None
     return (entry_dir / name).resolve() if isinstance(name, str) else None
+
+
+def provider_networks(root: Path | None, read: Callable[[Path], Any]) -> dict[str, dict[str, Any]]:
+    """The provider networks the catalog's HOT templates create, by name (net-provider's, say), so a
+    template that takes a network by name can be traced to its physnet. ``read`` gives a file's data."""
+    from nfvcat import hot
+
+    out: dict[str, dict[str, Any]] = {}
+    if root is None or not (root / "templates" / "heat").is_dir():
+        return out
+    for path in walk(root / "templates" / "heat"):
+        data = read(path)
+        if isinstance(data, dict) and "heat_template_version" in data:
+            out.update(hot.provider_networks(data))
+    return out

@@ -287,16 +287,11 @@ class Validation:
             self._check_nested(child, child_ctx, here)
 
     def _catalog_networks(self) -> dict[str, dict[str, Any]]:
-        out: dict[str, dict[str, Any]] = {}
-        if self.root is None or not (self.root / "templates" / "heat").is_dir():
-            return out
-        from nfvcat import hot
-
-        for path in catalog.walk(self.root / "templates" / "heat"):
+        def read(path: Path) -> Any:
             doc = self.doc(str(path))
-            if doc.kind == "hot" and not doc.problems:
-                out.update(hot.provider_networks(doc.data))
-        return out
+            return doc.data if not doc.problems else None
+
+        return catalog.provider_networks(self.root, read)
 
     def _examples(self, doc: Document) -> list[str]:
         """The example environments of the entry whose main template ``doc`` is (none with -e)."""

@@ -7,6 +7,7 @@ import argparse
 import time
 from typing import Any
 
+from nfvcat import catalog, yamlpos
 from nfvcat.errors import EXIT_FINDINGS, EXIT_OK, UserError
 
 
@@ -20,6 +21,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="a port of the --flavor VNF, e.g. direct:sriov1 (repeatable)")
     p.add_argument("--inventory", help="host inventory (default: the reference inventory)")
     p.add_argument("--flavors", action="append", metavar="DIR", help="catalog flavors directory")
+    p.add_argument("-e", "--environment", action="append", default=[], metavar="ENV",
+                   help="Heat environment file whose parameters the HOT template gets (repeatable)")
     p.add_argument("-P", "--parameter", action="append", default=[], metavar="NAME=VALUE",
                    help="HOT parameter value")
     p.add_argument("--strategy", choices=("spread", "pack"), default="spread", help="host weighing")
@@ -30,7 +33,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _chain(args: argparse.Namespace) -> Any:
-    from nfvcat import yamlpos
     from nfvcat.plan import hot_reader, request
 
     dirs = args.flavors or request.default_flavor_dirs()
@@ -54,13 +56,39 @@ def _chain(args: argparse.Namespace) -> Any:
         raise UserError(f"{args.request}:{exc.line}:{exc.column}: {exc.message}") from None
     if isinstance(data, dict) and "heat_template_version" in data:
         params: dict[str, Any] = {}
+        for env in args.environment:
+            params.update(_env_parameters(env))
         for item in args.parameter:
             name, sep, value = item.partition("=")
             if not sep:
                 raise UserError(f"-P {item}: expected NAME=VALUE")
             params[name] = value
-        return hot_reader.load(args.request, data, params, dirs)
+        root = catalog.find_root()
+        networks = catalog.provider_networks(root, _read_yaml)
+        return hot_reader.load(args.request, data, params, dirs, networks)
     return request.load(args.request, dirs)
+
+
+def _read_yaml(path: Any) -> Any:
+    try:
+        with open(path, encoding="utf-8") as f:
+            return yamlpos.load(f.read(yamlpos.MAX_BYTES + 1))[0]
+    except (OSError, UnicodeDecodeError, yamlpos.DocumentError):
+        return None
+
+
+def _env_parameters(path: str) -> dict[str, Any]:
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = yamlpos.load(f.read(yamlpos.MAX_BYTES + 1))[0]
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except (UnicodeDecodeError, yamlpos.DocumentError) as exc:
+        raise UserError(f"{path}: not a Heat environment: {getattr(exc, 'message', exc)}") from None
+    params = data.get("parameters") if isinstance(data, dict) else None
+    if not isinstance(params, dict):
+        raise UserError(f"{path}: not a Heat environment with parameters")
+    return params
 
 
 def run(args: argparse.Namespace) -> int:
