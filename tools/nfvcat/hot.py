@@ -7,6 +7,13 @@ from collections.abc import Iterator
 from typing import Any
 
 UNRESOLVED = object()
+# HOT's intrinsic functions (up to 2021-04-16): a one-key mapping with another key is a literal.
+FUNCTIONS = frozenset({
+    "get_attr", "get_file", "get_param", "get_resource", "list_join", "repeat", "resource_facade",
+    "str_replace", "str_replace_strict", "str_replace_vstrict", "str_split", "digest", "map_merge",
+    "map_replace", "yaql", "equals", "if", "not", "and", "or", "filter", "make_url", "list_concat",
+    "list_concat_unique", "contains", "Fn::Select", "Ref", "Fn::GetAtt", "Fn::Join", "Fn::Base64",
+})
 
 
 def resources(data: Any, *types: str) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -49,7 +56,8 @@ def resolve(data: Any, value: Any, given: dict[str, Any], depth: int = 0) -> Any
             parts = [resolve(data, item, given, depth + 1) for item in arg[1]]
             if isinstance(arg[0], str) and all(isinstance(p, (str, int, float)) for p in parts):
                 return arg[0].join(str(p) for p in parts)
-        return UNRESOLVED
+        if fn in FUNCTIONS:
+            return UNRESOLVED
     return value
 
 
