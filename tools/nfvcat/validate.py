@@ -185,6 +185,7 @@ class Validation:
         self.blocking = {r.id for r in self.rules if r.blocks_engines}
         self.nesting_rules = [r for r in self.rules if r.follows_nesting]
         self.explicit: set[str] = set()
+        self.spawned: dict[str, float] = {}
         self.paths = self._expand(paths)
 
     def _expand(self, paths: list[str]) -> list[str]:
@@ -226,11 +227,20 @@ class Validation:
                       flavors=_catalog_flavors(self.root, self.docs), networks=self._catalog_networks())
         self.timings["read"] = time.monotonic() - t0
 
+        # Jobs first, so the workers import Heat, Nova and tosca-parser while the rules run here.
         t1 = time.monotonic()
-        for doc in dict.fromkeys(targets + envs):
-            self._check(doc, ctx)
+        checked = [doc for doc in dict.fromkeys(targets + envs) if self._prepare(doc, ctx)]
+        pending, hits = self._lookup()
+        procs = {name: self._spawn(name) for name in pending}
+        blocked = {doc for doc in checked if self._rules(doc, ctx)}
         self.timings["rules"] = time.monotonic() - t1
-        hits = self._run_engines()
+        self.jobs = [job for job in self.jobs if job.doc not in blocked]
+        threads = [threading.Thread(target=self._engine, daemon=True, args=(
+            name, [(k, j) for k, j in batch if j.doc not in blocked], procs[name])) for name, batch in pending.items()]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
         findings = sorted(set(self._locate()))
         self.timings["total"] = time.monotonic() - t0
         jobs: dict[str, int] = {}
@@ -240,21 +250,26 @@ class Validation:
         return Report(findings, len(targets), self.timings, jobs, hits, failed)
 
     # -- in-process rules, then engine jobs -------------------------------------------------------
-    def _check(self, doc: Document, ctx: Context) -> None:
+    def _prepare(self, doc: Document, ctx: Context) -> bool:
+        """Record what reading found and plan the document's engine jobs; False when nothing more runs."""
         for problem in doc.problems:
             self.raw.append((doc, problem))
         if any(p.rule_id.startswith("E") for p in doc.problems) and doc.kind != "csar":
-            return
+            return False
         if doc.kind == "unknown":
             if doc.abspath in self.explicit:
                 self.raw.append((doc, RawFinding(
                     "E0007", (), "not a HOT template, Heat environment, TOSCA template, SOL001 VNFD, CSAR, "
                     "cloud-config, or catalog entry/flavor/site profile/inventory")))
-            return
+            return False
+        self._plan_jobs(doc, ctx, self._examples(doc))
+        return True
+
+    def _rules(self, doc: Document, ctx: Context) -> bool:
+        """Run the in-process rules; True when one of them keeps the document from the engines."""
         blocked = False
-        examples = self._examples(doc)
         contexts = [replace(ctx, parameters={**_env_parameters(self.doc(ex)), **self.options.parameters})
-                    for ex in examples] or [ctx]
+                    for ex in self._examples(doc)] or [ctx]
         for rule in self.rules:
             if doc.kind in rule.kinds:
                 for each in contexts:  # an entry's template is checked with each of its examples
@@ -264,8 +279,7 @@ class Validation:
         if doc.kind == "hot":
             for each in contexts:
                 self._check_nested(doc, each, via=[])
-        if not blocked:
-            self._plan_jobs(doc, ctx, examples)
+        return blocked
 
     def _check_nested(self, parent: Document, ctx: Context, via: list[str]) -> None:
         """Run the rules that depend on parameters over each nested template, with what the parent
@@ -358,7 +372,8 @@ class Validation:
                 ("resources", name, "properties", "extra_specs")))
 
     # -- engines --------------------------------------------------------------------------------
-    def _run_engines(self) -> int:
+    def _lookup(self) -> tuple[dict[str, list[tuple[str, _Job]]], int]:
+        """Cached results into their jobs; the rest by engine, with their cache keys."""
         hits = 0
         pending: dict[str, list[tuple[str, _Job]]] = {}
         for job in self.jobs:
@@ -369,26 +384,28 @@ class Validation:
                 hits += 1
             else:
                 pending.setdefault(job.engine, []).append((key, job))
-        threads = [threading.Thread(target=self._engine, args=(name, batch), daemon=True)
-                   for name, batch in pending.items()]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        return hits
+        return pending, hits
 
-    def _engine(self, name: str, batch: list[tuple[str, _Job]]) -> None:
-        t0 = time.monotonic()
-        payload = json.dumps([job.payload for _, job in batch])
-        env = dict(os.environ, PYTHONWARNINGS="ignore")
-        results: list[Any] | None = None
-        error = ""
+    def _spawn(self, name: str) -> subprocess.Popen[bytes] | str:
+        """Start an engine's worker; it loads its engine at once and then waits for its jobs."""
+        self.spawned[name] = time.monotonic()
         try:
-            proc = subprocess.Popen([sys.executable, "-m", f"nfvcat.engines.{name}"], stdin=subprocess.PIPE,
-                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+            return subprocess.Popen([sys.executable, "-m", f"nfvcat.engines.{name}"], stdin=subprocess.PIPE,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    env=dict(os.environ, PYTHONWARNINGS="ignore"))
         except OSError as exc:
-            proc, error = None, str(exc)
-        if proc is not None:
+            return str(exc)
+
+    def _engine(self, name: str, batch: list[tuple[str, _Job]], proc: subprocess.Popen[bytes] | str) -> None:
+        t0 = self.spawned.get(name, time.monotonic())
+        if not batch and not isinstance(proc, str):  # every job's document was blocked by a rule
+            proc.kill()
+            proc.wait()
+            return
+        payload = json.dumps([job.payload for _, job in batch])
+        results: list[Any] | None = None
+        error = proc if isinstance(proc, str) else ""
+        if not isinstance(proc, str):
             try:
                 out, err = proc.communicate(payload.encode(), timeout=ENGINE_TIMEOUT)
                 if proc.returncode == 0:

@@ -30,9 +30,9 @@ def serve(engine: str, setup: Callable[[], None], check: Callable[[Job], Result]
     out = os.fdopen(os.dup(sys.stdout.fileno()), "w")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
     sys.stdout = sys.stderr
+    setup()  # while the caller is still preparing the jobs
     jobs = json.load(sys.stdin)
     results: list[Result] = []
-    setup()
     for job in jobs:
         try:
             with contextlib.redirect_stdout(io.StringIO()):
