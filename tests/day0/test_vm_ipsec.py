@@ -1,0 +1,98 @@
+"""VM tier: the IPsec gateway VNF booted twice, each from its own config drive (an ISO made by
+``nfvcat day0 configdrive``), forms the tunnel with nothing but day-0 data; site A reaches site B through it,
+the WAN bridge carries only ESP, and the guests report their ESP counters on the serial console.
+
+    site A (netns) -- br-lana -- gateway A (VM) -- br-wan -- gateway B (VM) -- br-lanb -- site B (netns)
+
+Both gateways boot together, as a stack deploys them (NFVCAT_VM_STAGGER=<console regex> staggers them instead).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from pathlib import Path
+
+import pytest
+
+from nfvcat.day0 import chain as c
+from nfvcat.day0.image import GuestImage, ensure_image
+from nfvcat.day0.netns import Lab
+from nfvcat.day0.qemu import Vm
+from nfvcat.day0.vmpair import STAGGER, Pair, boot_pair
+from tests.conftest import nfvcat
+from tests.day0 import traffic as t
+
+TUNNEL_TIMEOUT = float(os.environ.get("NFVCAT_VM_TIMEOUT", "600"))
+
+
+def _cli_iso(params: dict[str, str], iso: Path) -> None:
+    """The config drive exactly as ``nfvcat day0 configdrive`` makes it."""
+    args = [a for k, v in params.items() for a in ("-P", f"{k}={v}")]
+    proc = nfvcat("day0", "configdrive", "vnf-ipsec-gw", *args, "-o", str(iso))
+    assert proc.returncode == 0, proc.stderr
+
+
+@pytest.fixture(scope="module")
+def pair(lab: Lab, tmp_path_factory: pytest.TempPathFactory) -> tuple[Pair, GuestImage, float]:
+    t0 = time.monotonic()
+    image = ensure_image()
+    image_seconds = time.monotonic() - t0
+    stagger = os.environ.get("NFVCAT_VM_STAGGER", STAGGER or "none")
+    pair = boot_pair(lab, image, Path(tmp_path_factory.mktemp("vms")), _cli_iso,
+                     stagger=None if stagger == "none" else stagger, stagger_timeout=TUNNEL_TIMEOUT)
+    return pair, image, image_seconds
+
+
+def _counters(vm: Vm) -> dict[str, int]:
+    lines = [line for line in vm.console_text().splitlines() if "NFVCAT-PROBE counters" in line]
+    if not lines:
+        return {}
+    return {k: int(v) for k, v in re.findall(r"(bytes-in|packets-in|bytes-out|packets-out)=(\d+)", lines[-1])}
+
+
+def test_two_gateways_form_the_tunnel_from_their_config_drives(pair: tuple[Pair, GuestImage, float], lab: Lab,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    gw, image, image_seconds = pair
+    vms = gw.vms
+    up = {}
+    for side, vm in vms.items():
+        m = vm.wait_for(r"NFVCAT-PROBE tunnel-up uptime=([\d.]+)", TUNNEL_TIMEOUT)
+        up[side] = (float(m.group(1)), time.monotonic() - vm.started)
+    for vm in vms.values():
+        # Debian's strongswan.service may load the files cloud-init's init stage wrote before the hook's own
+        # setup runs in the final stage: the tunnel can be up before the day-0 is done.
+        vm.wait_for(r"NFVCAT-IPSEC-GW-READY", TUNNEL_TIMEOUT)
+        vm.wait_for(r"nfvcat ipsec-gw day-0 done after", 120)
+        ds = vm.wait_for(r"NFVCAT-PROBE datasource .*", 30).group(0)
+        assert "config-disk" in ds, ds  # cloud-init read the config drive (ConfigDrive, /dev/sr0)
+
+    cap = t.Capture(lab, gw.net, "br-wan", gw.workdir / "wan.pcap")
+    try:
+        warm = lab.sh(gw.site_a, f"ping -c 3 -i 0.5 -W 3 {c.SITE_B_HOST}", check=False, timeout=60)
+        ping = lab.sh(gw.site_a, f"ping -c 10 -i 0.3 -W 3 -p 6e667663 {c.SITE_B_HOST}", check=False,
+                      timeout=90)
+    finally:
+        frames = cap.stop()
+    assert " 0% packet loss" in ping.stdout, warm.stdout + ping.stdout
+    kinds = [t.classify(f) for f in frames]
+    assert kinds.count("esp") >= 20, kinds  # 10 requests + 10 replies, in kernel ESP (no NAT, no encap)
+    assert not [k for k in kinds if k not in {"esp", "ike", "arp", "ipv6"}], sorted(set(kinds))
+    assert b"nfvcnfvcnfvc" not in b"".join(frames), "plaintext on the WAN bridge"
+
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        ca, cb = _counters(vms["a"]), _counters(vms["b"])
+        if min(ca.get("packets-out", 0), cb.get("packets-in", 0), cb.get("packets-out", 0),
+               ca.get("packets-in", 0)) >= 13:
+            break
+        time.sleep(2)
+    assert ca.get("packets-out", 0) >= 13 and ca.get("packets-in", 0) >= 13, ca
+    assert cb.get("packets-in", 0) >= 13 and cb.get("packets-out", 0) >= 13, cb
+    with capsys.disabled():
+        built = image.built_seconds
+        print(f"\n[day0] image {f'built in {built:.0f} s' if built else 'from cache'} ({image_seconds:.0f} s)")
+        for side, (uptime, wall) in up.items():
+            print(f"[day0] gateway {side}: tunnel up at guest uptime {uptime:.0f} s, {wall:.0f} s after QEMU start")
+        print(f"[day0] ESP counters A {ca} B {cb}")

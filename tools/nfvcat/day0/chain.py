@@ -1,0 +1,183 @@
+"""The namespace chain of the day-0 tier, built from the catalog's rendered day-0 data only:
+
+    site A host -- vRouter -- IPsec gateway A == transit == IPsec gateway B -- site B host
+
+Each VNF gets its interfaces by the MAC addresses of its rendered network_data.json, its addresses from
+the same file (what cloud-init would do), its sysctl files and its setup service (the ExecStart of the
+unit runcmd enables) from the rendered cloud-config. Nothing of the VNF configuration is written here.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from nfvcat.day0.netns import Lab, Vnf, enabled_services, kernel_esp_available, run, start_charon, sysctl_files
+from nfvcat.day0.netns import write_files as write_cloud_files
+from nfvcat.day0.render import Day0, render
+
+PSK = "nfvcat-day0-test-psk-0123456789abcdef"
+SITE_A, SITE_A_HOST, VR_LEFT = "10.10.1.0/24", "10.10.1.2", "10.10.1.1"
+VR_RIGHT, GWA_LAN = "10.10.2.1", "10.10.2.2"
+GWA_WAN, GWB_WAN = "172.31.0.1", "172.31.0.2"
+GWB_LAN, SITE_B_HOST = "10.20.1.1", "10.20.1.2"
+
+
+def vrouter_parameters() -> dict[str, str]:
+    return {"mgmt_port.fixed_ips.0.ip_address": "192.168.150.1", "left_fixed_ip": VR_LEFT,
+            "right_fixed_ip": VR_RIGHT, "static_routes": f"10.20.0.0/16 {GWA_LAN}"}
+
+
+def gateway_parameters(side: str, udp_encap: bool) -> dict[str, str]:
+    common = {"name": f"ipsec-gw-{side}", "psk": PSK, "udp_encap": str(udp_encap).lower(),
+              "mgmt_port.fixed_ips.0.ip_address": "192.168.150.2" if side == "a" else "192.168.150.3"}
+    if side == "a":
+        return {**common, "role": "initiator", "peer_address": GWB_WAN, "wan_fixed_ip": GWA_WAN,
+                "lan_fixed_ip": GWA_LAN, "local_subnets": "10.10.0.0/16", "remote_subnets": "10.20.0.0/16",
+                "static_routes": f"{SITE_A} {VR_RIGHT}"}
+    return {**common, "role": "responder", "peer_address": GWA_WAN, "wan_fixed_ip": GWB_WAN,
+            "lan_fixed_ip": GWB_LAN, "local_subnets": "10.20.0.0/16", "remote_subnets": "10.10.0.0/16"}
+
+
+@dataclass
+class Chain:
+    lab: Lab
+    workdir: Path
+    kernel_esp: bool
+    ns: dict[str, str] = field(default_factory=dict)
+    vnfs: dict[str, Vnf] = field(default_factory=dict)
+    day0: dict[str, Day0] = field(default_factory=dict)
+    ifname: dict[tuple[str, str], str] = field(default_factory=dict)  # (vnf, port) -> interface
+    timings: dict[str, float] = field(default_factory=dict)
+
+    def sh(self, who: str, script: str, check: bool = True, timeout: float = 60) -> Any:
+        return self.lab.sh(self.ns[who], script, check=check, timeout=timeout)
+
+    def vnf_sh(self, who: str, script: str, check: bool = True, timeout: float = 60) -> Any:
+        return run(self.vnfs[who].wrap(["sh", "-c", script]), check=check, timeout=timeout)
+
+
+def _port(day0: Day0, name: str) -> Any:
+    return next(p for p in day0.ports if p.name == name)
+
+
+def apply_network_data(chain: Chain, who: str) -> None:
+    """What cloud-init does with network_data.json: address every link found by MAC address."""
+    nd = chain.day0[who].network_data()
+    macs = {link["id"]: link["ethernet_mac_address"] for link in nd["links"]}
+    names = {}
+    for line in chain.sh(who, "ip -o link").stdout.splitlines():
+        parts = line.split()
+        if "link/ether" in parts:
+            names[parts[parts.index("link/ether") + 1]] = parts[1].rstrip(":").split("@")[0]
+    for net in nd["networks"]:
+        ifname = names.get(macs[net["link"]])
+        if ifname is None or net["type"] != "ipv4":
+            continue
+        prefix = ipaddress.ip_network(f"0.0.0.0/{net['netmask']}").prefixlen
+        chain.sh(who, f"ip addr add {net['ip_address']}/{prefix} dev {ifname}")
+        for route in net.get("routes", []):
+            dest = ipaddress.ip_network(f"{route['network']}/{route['netmask']}")
+            chain.sh(who, f"ip route replace {dest} via {route['gateway']}")
+
+
+def _install(chain: Chain, who: str) -> None:
+    vnf = chain.vnfs[who]
+    vnf.prepare()
+    cc = chain.day0[who].cloud_config()
+    write_cloud_files(cc, vnf.root)
+    for conf in sysctl_files(vnf.root):  # net.* keys are per namespace
+        chain.sh(who, f"sysctl -q -p {conf}")
+    apply_network_data(chain, who)
+
+
+def _run_services(chain: Chain, who: str) -> None:
+    vnf = chain.vnfs[who]
+    for command in enabled_services(chain.day0[who].cloud_config(), vnf.root):
+        script = vnf.root / command.lstrip("/")
+        proc = run(vnf.wrap(["sh", str(script)]), check=False, timeout=120)
+        if proc.returncode != 0:
+            raise RuntimeError(f"{who}: {command} failed ({proc.returncode}): {proc.stderr.strip()[-600:]}")
+
+
+def build(lab: Lab, workdir: Path, kernel_esp: bool | None = None, charon_extra: str = "",
+          responder_delay: float | None = None, tunnel_timeout: float | None = 30) -> Chain:
+    """Namespaces, links, rendered day-0 applied, charon per gateway; returns when the tunnel is up.
+    With ``responder_delay`` the initiator gateway is set up first and the responder that many seconds later
+    (a peer that boots late); with ``tunnel_timeout=None`` it returns without waiting for the tunnel."""
+    if kernel_esp is None:
+        kernel_esp = kernel_esp_available()
+    chain = Chain(lab, workdir, kernel_esp)
+    t0 = time.monotonic()
+    chain.day0["vr"] = render("vnf-vrouter", parameters=vrouter_parameters())
+    chain.day0["ga"] = render("vnf-ipsec-gw", parameters=gateway_parameters("a", udp_encap=not kernel_esp))
+    chain.day0["gb"] = render("vnf-ipsec-gw", parameters=gateway_parameters("b", udp_encap=not kernel_esp))
+    chain.timings["render"] = time.monotonic() - t0
+    for who in ("sa", "vr", "ga", "gb", "sb"):
+        chain.ns[who] = lab.ns(who)
+    for who in ("vr", "ga", "gb"):
+        chain.vnfs[who] = Vnf(chain.ns[who], workdir / who)
+    vr, ga, gb = chain.day0["vr"], chain.day0["ga"], chain.day0["gb"]
+    lab.link(chain.ns["sa"], "eth0", chain.ns["vr"], "vr-left", None, _port(vr, "left_port").mac)
+    lab.link(chain.ns["vr"], "vr-right", chain.ns["ga"], "ga-lan", _port(vr, "right_port").mac,
+             _port(ga, "lan_port").mac)
+    lab.link(chain.ns["ga"], "ga-wan", chain.ns["gb"], "gb-wan", _port(ga, "wan_port").mac, _port(gb, "wan_port").mac)
+    lab.link(chain.ns["gb"], "gb-lan", chain.ns["sb"], "eth0", _port(gb, "lan_port").mac, None)
+    chain.ifname.update({("vr", "left"): "vr-left", ("vr", "right"): "vr-right", ("ga", "lan"): "ga-lan",
+                         ("ga", "wan"): "ga-wan", ("gb", "wan"): "gb-wan", ("gb", "lan"): "gb-lan"})
+    chain.sh("sa", f"ip addr add {SITE_A_HOST}/24 dev eth0 && ip route add default via {VR_LEFT}")
+    chain.sh("sb", f"ip addr add {SITE_B_HOST}/24 dev eth0 && ip route add default via {GWB_LAN}")
+    for who in ("vr", "ga", "gb"):
+        _install(chain, who)
+    t1 = time.monotonic()
+    _run_services(chain, "vr")
+    chain.timings["vrouter setup"] = time.monotonic() - t1
+    for who in ("gb", "ga"):  # charon runs from boot on (Debian's strongswan.service), without connections
+        shim = chain.vnfs[who].shim / "systemctl"
+        shim.write_text("#!/bin/sh\n# nfvcat day-0 tier: charon of this namespace runs already\n"
+                        "echo \"systemctl $* (charon started by the test)\"\n")
+        shim.chmod(0o755)
+        start_charon(lab, chain.vnfs[who], kernel_esp, charon_extra)
+    t2 = time.monotonic()
+    if responder_delay is None:  # normally the responder is ready first
+        for who in ("gb", "ga"):
+            _run_services(chain, who)
+    else:  # two machines: the initiator's day-0 runs on while the responder's starts later
+        errors: list[BaseException] = []
+
+        def initiator() -> None:
+            try:
+                _run_services(chain, "ga")
+            except BaseException as exc:
+                errors.append(exc)
+
+        thread = threading.Thread(target=initiator, daemon=True)
+        thread.start()
+        time.sleep(responder_delay)
+        t2 = time.monotonic()
+        _run_services(chain, "gb")
+        thread.join(timeout=(tunnel_timeout or 0) + 130)
+        if errors:
+            raise errors[0]
+    if tunnel_timeout is not None:
+        wait_tunnel(chain, timeout=tunnel_timeout)
+        chain.timings["tunnel up"] = time.monotonic() - t2
+    return chain
+
+
+def sas(chain: Chain, who: str) -> str:
+    return str(chain.vnf_sh(who, "swanctl --list-sas --raw").stdout)
+
+
+def wait_tunnel(chain: Chain, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if "state=INSTALLED" in sas(chain, "ga") and "state=INSTALLED" in sas(chain, "gb"):
+            return
+        time.sleep(0.1)
+    log = (chain.vnfs["ga"].root / ".charon.log").read_text(errors="replace")[-2000:]
+    raise RuntimeError(f"IPsec tunnel not up after {timeout} s; gateway A's charon log:\n{log}")

@@ -1,0 +1,285 @@
+"""The day-0 data a Heat deployment of a catalog VNF delivers to its server: the user data (the result of
+the template's own ``user_data`` expression, resolved by Heat's own intrinsic functions) and the
+``network_data.json`` / ``meta_data.json`` Nova puts on the config drive or serves from the metadata service.
+
+Values Heat only knows after creating resources (``get_attr`` of ports) come from ``RESOURCE.ATTR[.N...]``
+parameters (``-P left_port.mac_address=fa:16:3e:00:00:01``); MAC addresses default to deterministic
+``fa:16:3e:..`` ones, IP addresses to the port's fixed IP parameter. ``PORT.cidr`` and ``PORT.gateway``
+give a port's subnet for network_data.json (default /24, no gateway); a port without an address is DHCP.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import ipaddress
+import json
+import os
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from nfvcat.errors import UserError
+
+NAMESPACE = uuid.UUID("6f1c7c2e-54a4-4a4c-9a53-6e66a7d0d0a0")  # nfvcat day-0 ids (uuid5)
+VNIC_LINK_TYPES = {"normal": "ovs", "direct": "hw_veb", "direct-physical": "hostdev_physical",
+                   "macvtap": "macvtap", "virtio-forwarder": "vhostuser"}
+
+
+@dataclass
+class Port:
+    name: str
+    mac: str
+    ip: str | None
+    cidr: str
+    gateway: str | None
+    vnic_type: str
+    mtu: int
+
+
+@dataclass
+class Day0:
+    """Everything a booted server gets on day 0."""
+
+    vnf: str
+    server: str
+    user_data: str
+    ports: list[Port]
+    parameters: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def server_uuid(self) -> str:
+        return str(uuid.uuid5(NAMESPACE, f"{self.vnf}/{self.parameters.get('name', self.server)}/server"))
+
+    def network_data(self) -> dict[str, Any]:
+        links: list[dict[str, Any]] = []
+        networks: list[dict[str, Any]] = []
+        for i, port in enumerate(self.ports):
+            vif = str(uuid.uuid5(NAMESPACE, f"{self.server_uuid}/{port.name}"))
+            link_id = f"tap{vif[:11]}"
+            links.append({"id": link_id, "vif_id": vif, "type": VNIC_LINK_TYPES.get(port.vnic_type, "ovs"),
+                          "mtu": port.mtu, "ethernet_mac_address": port.mac})
+            net_id = str(uuid.uuid5(NAMESPACE, f"{self.server_uuid}/{port.name}/network"))
+            if port.ip is None:
+                networks.append({"id": f"network{i}", "type": "ipv4_dhcp", "link": link_id, "network_id": net_id})
+                continue
+            net = ipaddress.ip_network(port.cidr, strict=False)
+            routes = []
+            if port.gateway:
+                routes.append({"network": "0.0.0.0", "netmask": "0.0.0.0", "gateway": port.gateway})
+            networks.append({"id": f"network{i}", "type": "ipv4", "link": link_id, "ip_address": port.ip,
+                             "netmask": str(net.netmask), "routes": routes, "network_id": net_id,
+                             "services": []})
+        return {"links": links, "networks": networks, "services": []}
+
+    def meta_data(self) -> dict[str, Any]:
+        name = str(self.parameters.get("name", self.server))
+        return {"uuid": self.server_uuid, "name": name, "hostname": name, "launch_index": 0,
+                "availability_zone": "nova", "project_id": "00000000000000000000000000000000",
+                "meta": {"nfvcat_vnf": self.vnf}, "devices": [],
+                "random_seed": hashlib.sha256(self.server_uuid.encode()).hexdigest()}
+
+    def cloud_config(self) -> dict[str, Any]:
+        data = yaml.safe_load(self.user_data)
+        if not isinstance(data, dict):
+            raise UserError(f"{self.vnf}: the rendered user data is not a cloud-config mapping")
+        return data
+
+
+def catalog_root() -> Path:
+    env = os.environ.get("NFVCAT_CATALOG")
+    if env:
+        return Path(env)
+    here = Path(__file__).resolve()
+    for parent in here.parents:
+        if (parent / "templates" / "heat").is_dir() and (parent / "hooks").is_dir():
+            return parent
+    return Path.cwd()
+
+
+def find_template(vnf: str) -> Path:
+    """A VNF is a catalog entry name (``vnf-ipsec-gw``, or ``ipsec-gw``), an entry directory or a template."""
+    p = Path(vnf)
+    if p.is_file():
+        return p
+    root = catalog_root() / "templates" / "heat"
+    for cand in (p, root / vnf, root / f"vnf-{vnf}"):
+        if cand.is_dir() and (cand / "entry.yaml").is_file():
+            entry = yaml.safe_load((cand / "entry.yaml").read_text())
+            tpl = cand / str(entry.get("template", ""))
+            if tpl.is_file():
+                return tpl
+    raise UserError(f"no catalog VNF or template {vnf!r} (looked in {root})")
+
+
+def generated_mac(seed: str) -> str:
+    d = hashlib.sha256(seed.encode()).digest()
+    return "fa:16:3e:" + ":".join(f"{b:02x}" for b in d[:3])
+
+
+def _split_parameters(given: dict[str, str]) -> tuple[dict[str, str], dict[str, str]]:
+    params = {k: v for k, v in given.items() if "." not in k}
+    facts = {k: v for k, v in given.items() if "." in k}
+    return params, facts
+
+
+_heat_ready: list[bool] = []
+
+
+def _heat() -> None:
+    if not _heat_ready:
+        import logging
+        import warnings
+
+        previous = logging.root.manager.disable
+        logging.disable(logging.WARNING)  # Heat's notes on deprecated resource types, eventlet's warning
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                from nfvcat.engines import heat
+
+                heat.setup()
+        finally:
+            logging.disable(previous)
+        _heat_ready.append(True)
+
+
+def render(vnf: str, environments: list[str] | None = None, parameters: dict[str, str] | None = None,
+           server: str | None = None) -> Day0:
+    """Resolve the server's user_data with Heat's own functions; ports from the template's ``networks``."""
+    path = find_template(vnf)
+    params, facts = _split_parameters(dict(parameters or {}))
+    _heat()
+    from heat.common import exception
+    from heat.engine import environment, function, stack, template
+    from heatclient.common import template_utils
+
+    try:
+        files, tpl = template_utils.get_template_contents(template_file=str(path))
+        _env_files, env = template_utils.process_multiple_environments_and_files(
+            env_paths=[str(e) for e in environments or []] or None)
+    except Exception as exc:
+        raise UserError(f"cannot read {path} with its files and environments: {exc}") from None
+    files = {u: b.decode() if isinstance(b, bytes) else b for u, b in files.items()}
+    env_params = dict(env.get("parameters") or {})
+    env_params.update(params)
+    given_params = {**env_params, **facts}
+    env["parameters"] = env_params
+    resources = tpl.get("resources") or {}
+    servers = [n for n, r in resources.items()
+               if isinstance(r, dict) and r.get("type") == "OS::Nova::Server"
+               and "user_data" in (r.get("properties") or {})]
+    if server is None:
+        if len(servers) != 1:
+            raise UserError(f"{path}: {len(servers)} servers with user_data ({', '.join(servers)}); use --server")
+        server = servers[0]
+    elif server not in servers:
+        raise UserError(f"{path}: no server {server!r} with user_data (have: {', '.join(servers)})")
+    try:
+        tmpl = template.Template(tpl, files=files, env=environment.Environment(env))
+        stk = stack.Stack(_heat_state(), "nfvcat-day0", tmpl)
+        unset = {n: s for n, s in tmpl.param_schemata().items() if n not in env_params and s.default is None}
+        needed = _params_used(resources[server].get("properties") or {}, resources, tpl.get("conditions") or {})
+        missing = sorted(n for n in unset if n in needed)
+        if missing:
+            raise UserError(f"{path.name}: parameters the day-0 data needs have no value: {', '.join(missing)} "
+                            "(give them with -e or -P)")
+        if unset:  # parameters day 0 does not depend on (networks, say): any valid value
+            from nfvcat.engines.heat import _placeholder
+
+            env_params.update({n: _placeholder(s) for n, s in unset.items()})
+            tmpl = template.Template(tpl, files=files, env=environment.Environment(env))
+            stk = stack.Stack(_heat_state(), "nfvcat-day0", tmpl)
+        stk.parameters.validate(validate_value=True)
+
+        def resolve(snippet: Any) -> Any:
+            return function.resolve(stk.t.parse(stk.defn, snippet))
+
+        stack_name = str(env_params.get("name") or server)
+        # like Neutron's, two servers' MACs differ: the seed covers every parameter given
+        seed = hashlib.sha256(json.dumps(given_params, sort_keys=True, default=str).encode()).hexdigest()[:16]
+        props = resources[server].get("properties") or {}
+        ports: list[Port] = []
+        attrs: dict[str, Any] = {}
+        for item in props.get("networks") or []:
+            ref = item.get("port", {}).get("get_resource") if isinstance(item, dict) else None
+            body = resources.get(ref) if ref else None
+            if not isinstance(body, dict):
+                continue
+            pprops = body.get("properties") or {}
+            fixed = resolve(copy.deepcopy(pprops.get("fixed_ips"))) if pprops.get("fixed_ips") else None
+            ip = facts.get(f"{ref}.fixed_ips.0.ip_address") or facts.get(f"{ref}.ip")
+            if ip is None and isinstance(fixed, list) and fixed and isinstance(fixed[0], dict):
+                ip = fixed[0].get("ip_address") or None
+            mac = facts.get(f"{ref}.mac_address") or generated_mac(f"{stack_name}/{ref}/{seed}")
+            vnic = resolve(copy.deepcopy(pprops.get("binding:vnic_type", "normal"))) or "normal"
+            default_cidr = f"{ip}/24" if ip else "0.0.0.0/0"
+            ports.append(Port(str(ref), mac.lower(), ip, facts.get(f"{ref}.cidr", default_cidr),
+                              facts.get(f"{ref}.gateway"), str(vnic), int(facts.get(f"{ref}.mtu", 1500))))
+            attrs[f"{ref}.mac_address"] = mac.lower()
+            if ip:
+                attrs[f"{ref}.fixed_ips.0.ip_address"] = ip
+        attrs.update({k: v for k, v in facts.items() if k.rsplit(".", 1)[-1] not in ("cidr", "gateway", "mtu", "ip")})
+        snippet = _replace_get_attr(copy.deepcopy(props["user_data"]), attrs, path.name)
+        user_data = resolve(snippet)
+        values = {n: stk.parameters[n] for n in tmpl.param_schemata()}
+    except exception.HeatException as exc:
+        raise UserError(f"{path.name}: {exc}") from None
+    except (ValueError, TypeError, KeyError) as exc:
+        raise UserError(f"{path.name}: {type(exc).__name__}: {exc}") from None
+    if not isinstance(user_data, str):
+        raise UserError(f"{path.name}: user_data of {server} does not resolve to a string")
+    return Day0(vnf=path.parent.name, server=server, user_data=user_data, ports=ports, parameters=values)
+
+
+def _params_used(props: dict[str, Any], resources: dict[str, Any], conditions: dict[str, Any]) -> set[str]:
+    """Parameters the user data and the ports' addresses depend on, through conditions too."""
+    found: set[str] = set()
+    conds: set[str] = set()
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            for k, v in node.items():
+                if k == "get_param":
+                    found.add(str(v[0] if isinstance(v, list) else v))
+                elif k == "if" and isinstance(v, list) and v and isinstance(v[0], str) and v[0] not in conds:
+                    conds.add(v[0])
+                    walk(conditions.get(v[0]))
+                walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v)
+
+    walk(props.get("user_data"))
+    for item in props.get("networks") or []:
+        ref = item.get("port", {}).get("get_resource") if isinstance(item, dict) else None
+        body = resources.get(ref) if ref else None
+        if isinstance(body, dict):
+            walk((body.get("properties") or {}).get("fixed_ips"))
+    return found
+
+
+def _heat_state() -> Any:
+    from nfvcat.engines import heat
+
+    return heat._state["ctx"]
+
+
+def _replace_get_attr(node: Any, attrs: dict[str, Any], where: str) -> Any:
+    if isinstance(node, dict):
+        if len(node) == 1 and "get_attr" in node:
+            key = ".".join(str(p) for p in node["get_attr"])
+            if key not in attrs:
+                raise UserError(f"{where}: get_attr {key} has no value; give it with -P {key}=VALUE")
+            return attrs[key]
+        return {k: _replace_get_attr(v, attrs, where) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_replace_get_attr(v, attrs, where) for v in node]
+    return node
+
+
+def write_json(path: Path, data: dict[str, Any]) -> None:
+    path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")

@@ -1,0 +1,69 @@
+"""Two IPsec gateway VMs of the VM tier, each booted from its own config drive, with a site host
+namespace behind each:
+
+    site A (netns) -- br-lana -- gateway A (VM) -- br-wan -- gateway B (VM) -- br-lanb -- site B (netns)
+
+Bridges and taps live in one namespace of the lab, so nothing touches the host's own networking.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from nfvcat.day0 import chain as c
+from nfvcat.day0.image import GuestImage
+from nfvcat.day0.netns import Lab
+from nfvcat.day0.qemu import Nic, Vm, boot
+from nfvcat.day0.render import render
+
+SITE_A_VM_HOST = "10.10.2.10"
+
+MakeIso = Callable[[dict[str, str], Path], None]
+
+
+@dataclass
+class Pair:
+    vms: dict[str, Vm]
+    net: str
+    site_a: str
+    site_b: str
+    workdir: Path
+
+
+def default_iso(params: dict[str, str], iso: Path) -> None:
+    from nfvcat.day0.configdrive import build_iso
+
+    build_iso(render("vnf-ipsec-gw", parameters=params), iso)
+
+
+# Both gateways boot together, as a stack deploys them: hooks/ipsec-gw (1.0.1) re-initiates until its CHILD_SA
+# is installed, so the responder may load its connection late. NFVCAT_VM_STAGGER=<console regex> boots
+# gateway A only once gateway B's console shows it (the way 1.0.0 of the hook had to be tested).
+STAGGER: str | None = None
+
+
+def boot_pair(lab: Lab, image: GuestImage, workdir: Path, make_iso: MakeIso = default_iso,
+              stagger: str | None = STAGGER, stagger_timeout: float = 600) -> Pair:
+    net = lab.ns("vmnet")
+    for br in ("br-wan", "br-lana", "br-lanb", "br-mgmt"):
+        lab.sh(net, f"ip link add {br} type bridge && ip link set {br} up")
+    sa, sb = lab.ns("vsa"), lab.ns("vsb")
+    lab.link(sa, "eth0", net, "sa-port")
+    lab.link(sb, "eth0", net, "sb-port")
+    lab.sh(net, "ip link set sa-port master br-lana && ip link set sb-port master br-lanb")
+    lab.sh(sa, f"ip addr add {SITE_A_VM_HOST}/24 dev eth0 && ip route add default via {c.GWA_LAN}")
+    lab.sh(sb, f"ip addr add {c.SITE_B_HOST}/24 dev eth0 && ip route add default via {c.GWB_LAN}")
+    vms: dict[str, Vm] = {}
+    for side in ("b", "a"):
+        if side == "a" and stagger:
+            vms["b"].wait_for(stagger, stagger_timeout)
+        params = c.gateway_parameters(side, udp_encap=False)  # the guest kernel has ESP
+        iso = workdir / f"gw-{side}.iso"
+        make_iso(params, iso)
+        mac = {p.name: p.mac for p in render("vnf-ipsec-gw", parameters=params).ports}
+        nics = [Nic(f"gw{side}-mgmt", mac["mgmt_port"], "br-mgmt"), Nic(f"gw{side}-wan", mac["wan_port"], "br-wan"),
+                Nic(f"gw{side}-lan", mac["lan_port"], "br-lan" + side)]
+        vms[side] = boot(lab, image, Vm(f"gw-{side}", net, workdir, nics, iso))
+    return Pair({"a": vms["a"], "b": vms["b"]}, net, sa, sb, workdir)
