@@ -100,3 +100,26 @@ def test_environment_files_are_checked_by_heat(tmp_path: Path) -> None:
     (tmp_path / "env.yaml").write_text("parameters: {a: 1}\nresource_registry: 5\n")
     [result] = run_worker([{"file": str(tmp_path / "env.yaml"), "kind": "environment"}])
     assert [f["id"] for f in result["findings"]] == ["E1004"]
+
+
+def test_a_null_neutron_reference_is_caught_offline(tmp_path: Path) -> None:
+    """Heat turns `if: [cond, x, null]` on a string property into '' and Neutron never finds ''; the
+    two-argument `if` of HOT 2021-04-16 leaves the property out instead."""
+    tpl = """heat_template_version: 2021-04-16
+parameters:
+  qos: {type: string, default: ""}
+conditions:
+  has_qos: {not: {equals: [{get_param: qos}, ""]}}
+resources:
+  port:
+    type: OS::Neutron::Port
+    properties:
+      network: mgmt
+      qos_policy: QOS
+"""
+    (tmp_path / "null.yaml").write_text(tpl.replace("QOS", "{if: [has_qos, {get_param: qos}, null]}"))
+    (tmp_path / "omit.yaml").write_text(tpl.replace("QOS", "{if: [has_qos, {get_param: qos}]}"))
+    null, omit = run_worker([{"file": str(tmp_path / "null.yaml")}, {"file": str(tmp_path / "omit.yaml")}])
+    assert [f["path"][-1] for f in null["findings"]] == ["qos_policy"]
+    assert "name or id ''" in null["findings"][0]["message"]
+    assert omit["findings"] == []

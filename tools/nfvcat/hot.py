@@ -47,10 +47,12 @@ def resolve(data: Any, value: Any, given: dict[str, Any], depth: int = 0) -> Any
         (fn, arg), = value.items()
         if fn == "get_param" and isinstance(arg, str):
             return param_value(data, arg, given)
-        if fn == "if" and isinstance(arg, list) and len(arg) == 3:
+        if fn == "if" and isinstance(arg, list) and len(arg) in (2, 3):
             decided = condition(data, arg[0], given, depth + 1)
             if decided is UNRESOLVED:
                 return UNRESOLVED
+            if not decided and len(arg) == 2:
+                return None  # HOT 2021-04-16: the property is left out
             return resolve(data, arg[1] if decided else arg[2], given, depth + 1)
         if fn == "list_join" and isinstance(arg, list) and len(arg) == 2 and isinstance(arg[1], list):
             parts = [resolve(data, item, given, depth + 1) for item in arg[1]]

@@ -45,7 +45,7 @@ def setup() -> None:
         return None
 
     resource.Resource._validate_service_availability = classmethod(_no_service_check)
-    constraints.BaseCustomConstraint.validate = lambda self, value, context, template=None: True
+    constraints.BaseCustomConstraint.validate = _offline_lookup
     translation.resolve_and_find = lambda value, *a, **k: value
     # Two more look-ups that OS::Nova::Server.validate makes, also inside nested stacks (which Heat
     # validates fully, not template-only): does the image/flavor exist, which microversions does Nova have.
@@ -79,6 +79,21 @@ def _validate_nested_strictly(self: Any) -> None:
     except Exception as ex:
         raise exception.StackValidationFailed(
             error=ex, path=[self.stack.t.RESOURCES, f"{self.name}<{self.template_url}>"]) from None
+
+
+def _offline_lookup(self: Any, value: Any, context: Any, template: Any = None) -> bool:
+    """A client-backed constraint (nova.flavor, neutron.network...) without the cloud: the name may exist.
+
+    One answer is known offline: Heat turns a string property whose value is null (an ``if`` whose false
+    branch is null, say) into '', and Neutron's find-by-name-or-id never finds '', so the stack fails
+    ("Unable to find policy with name or id ''", seen on the dev cloud). Other clients answer '' with a
+    list and pass, so only Neutron's constraints are failed here."""
+    from heat.engine.clients.os.neutron import neutron_constraints
+
+    if value in ("", None) and isinstance(self, neutron_constraints.NeutronConstraint):
+        self._error_message = f"Neutron finds no {getattr(self, 'resource_name', 'resource')} with name or id ''"
+        return False
+    return True
 
 
 def _placeholder(schema: Any) -> Any:
