@@ -10,6 +10,7 @@ value would.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from typing import Any
@@ -64,14 +65,32 @@ def setup() -> None:
     _state["ctx"] = context.get_admin_context()
 
 
+def _values_of_uncreated(res: Any) -> set[str]:
+    """Properties of a template resource whose value depends on resources not created yet (Heat's own
+    test, Properties._find_deps_any_in_init): Heat skips validating such values at the top level."""
+    from heat.engine import function
+
+    data = getattr(res.properties, "data", {}) or {}
+    return {name for name, value in data.items()
+            if any(dep.action == dep.INIT for dep in function.dependencies(value))}
+
+
 def _validate_nested_strictly(self: Any) -> None:
     """Heat's StackResource.validate_nested_stack, but strict like the top level: Heat validates nested
-    stacks lax, so a wrong value in a nested template would only fail at create time."""
+    stacks lax, so a wrong value in a nested template would only fail at create time. Values that come
+    from parent resources not yet created are given placeholders, as the top level skips them."""
     from heat.common import exception
+    from heat.engine import template
 
     try:
-        nested = self._parse_nested_stack(f"{self.stack.name}-{self.name}", self.child_template(),
-                                          self.child_params())
+        params = self.child_params()
+        unknown = _values_of_uncreated(self)
+        if unknown:  # '' until the parent's resources exist: give the child what a real value would be
+            child = template.Template(self.child_template(), files=self.stack.t.files)
+            schemata = child.param_schemata()
+            for name in unknown & set(schemata):
+                params[name] = _placeholder(schemata[name], _json_paths(self.child_template(), name))
+        nested = self._parse_nested_stack(f"{self.stack.name}-{self.name}", self.child_template(), params)
         nested.strict_validate = True
         nested.validate()
     except AssertionError:
@@ -96,7 +115,27 @@ def _offline_lookup(self: Any, value: Any, context: Any, template: Any = None) -
     return True
 
 
-def _placeholder(schema: Any) -> Any:
+def _json_paths(tpl: Any, name: str) -> list[list[str]]:
+    """The paths the template reads from a json parameter (``get_param: [nfv, CP, CP_WAN, network]``)."""
+    found: list[list[str]] = []
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            ref = node.get("get_param") if len(node) == 1 else None
+            if isinstance(ref, list) and len(ref) > 1 and ref[0] == name:
+                if all(isinstance(k, str) for k in ref[1:]):
+                    found.append(list(ref[1:]))
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(tpl)
+    return found
+
+
+def _placeholder(schema: Any, json_paths: list[list[str]] | None = None) -> Any:
     from heat.engine import constraints
 
     kinds = {type(c).__name__: c for c in schema.constraints}
@@ -114,8 +153,18 @@ def _placeholder(schema: Any) -> Any:
         return 1
     if kind == "Boolean":
         return "false"
-    if kind == "Json":
-        return "{}"
+    if kind == "Json":  # every path the template reads holds a value, as a real one would
+        tree: dict[str, Any] = {}
+        for path in json_paths or []:
+            node = tree
+            for key in path[:-1]:
+                child = node.setdefault(key, {})
+                if not isinstance(child, dict):
+                    break
+                node = child
+            else:
+                node.setdefault(path[-1], "placeholder")
+        return json.dumps(tree)
     length = kinds.get("Length")
     low = max(1, length.min or 1) if length is not None else 1
     high = length.max if length is not None and length.max is not None else None
@@ -166,7 +215,7 @@ def check(job: Job) -> Result:
         tmpl = template.Template(tpl, files=files, env=environment.Environment(env))
         for name, schema in tmpl.param_schemata().items():
             if name not in params and schema.default is None and name not in (env.get("parameter_defaults") or {}):
-                params[name] = _placeholder(schema)
+                params[name] = _placeholder(schema, _json_paths(tpl, name))
         tmpl = template.Template(tpl, files=files, env=environment.Environment(env))
         stk = stack.Stack(_state["ctx"], "nfvcat-validate", tmpl, strict_validate=True)
         _validate(stk, findings)
