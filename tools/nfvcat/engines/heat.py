@@ -122,9 +122,9 @@ def _json_paths(tpl: Any, name: str) -> list[list[str]]:
     def walk(node: Any) -> None:
         if isinstance(node, dict):
             ref = node.get("get_param") if len(node) == 1 else None
-            if isinstance(ref, list) and len(ref) > 1 and ref[0] == name:
-                if all(isinstance(k, str) for k in ref[1:]):
-                    found.append(list(ref[1:]))
+            if (isinstance(ref, list) and len(ref) > 1 and ref[0] == name
+                    and all(isinstance(k, str) for k in ref[1:])):
+                found.append(list(ref[1:]))
             for value in node.values():
                 walk(value)
         elif isinstance(node, list):
