@@ -1,0 +1,154 @@
+"""Onboard, instantiate, check and terminate the catalog's chains on the dev cloud, asserting on real API state."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.integration.conftest import CLOUD, NFVCAT, ROOT, nfvcat
+
+PSK = {"NFVCAT_SECRET_PSK": "integration-psk-0123456789abcdef"}
+pytestmark = pytest.mark.usefixtures("onboarded", "no_chains")
+
+
+@pytest.fixture
+def no_chains(devcloud: None) -> None:
+    """Each test starts with no chain deployed (a failed earlier test may have left one)."""
+    for stack in ("chain-vrouter", "chain-vrouter-ipsec"):
+        assert nfvcat("terminate", stack).returncode == 0
+
+
+def counts(conn: Any) -> dict[str, int]:
+    out = {"servers": len(list(conn.compute.servers(all_projects=True))),
+           "ports": len(list(conn.network.ports())), "networks": len(list(conn.network.networks())),
+           "flavors": len(list(conn.compute.flavors(is_public=None)))}
+    try:
+        out["volumes"] = len(list(conn.block_storage.volumes(all_projects=True)))
+    except Exception:  # the dev cloud has no Cinder: no volume can leak
+        out["volumes"] = 0
+    return out
+
+
+def ports_of(conn: Any, stack: str) -> list[Any]:
+    ports = []
+    for server in conn.compute.servers(all_projects=True):
+        if server.name.startswith(("chain-", "vrouter", "ipsec")):
+            ports += list(conn.network.ports(device_id=server.id))
+    return ports
+
+
+def instantiate(chain: str, *args: str, env: dict[str, str] | None = None) -> tuple[int, dict[str, Any], str]:
+    res = nfvcat("instantiate", chain, "--format", "json", *args, env=env)
+    data = json.loads(res.stdout) if res.stdout.strip().startswith("{") else {}
+    return res.returncode, data, res.stderr
+
+
+def terminate(conn: Any, stack: str) -> None:
+    res = nfvcat("terminate", stack, "--format", "json")
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout)["left_behind"] == []
+    assert conn.orchestration.find_stack(stack) is None
+
+
+def test_onboard_is_idempotent(conn: Any, onboarded: Path) -> None:
+    res = nfvcat("onboard", "--image-dir", str(onboarded), "--format", "json")
+    assert res.returncode == 0, res.stderr
+    plan = json.loads(res.stdout)
+    assert plan["changes"] == 0, plan
+    dry = nfvcat("onboard", "--image-dir", str(onboarded), "--dry-run")
+    assert dry.returncode == 0 and "nothing to change" in dry.stdout
+    flavor = conn.compute.find_flavor("nfv.sriov")
+    assert flavor.extra_specs["hw:cpu_policy"] == "dedicated"
+    net = conn.network.find_network("nfv-sriov-left")
+    assert (net.provider_physical_network, net.provider_segmentation_id) == ("physnet_sriov", 110)
+    image = conn.image.find_image("nfvcat-debian12-vnf")
+    assert image.status == "active"
+    endpoint = conn.session.get_endpoint(service_type="nfv-orchestration", interface="public").rstrip("/")
+    packages = conn.session.get(f"{endpoint}/vnfpkgm/v1/vnf_packages?all_fields").json()
+    onboarded = {p["userDefinedData"]["nfvcat-entry"]: p["onboardingState"] for p in packages}
+    assert onboarded == {"vnf-ipsec-gw": "ONBOARDED", "vnf-vrouter": "ONBOARDED"}
+
+
+def test_one_vnf_sriov_chain_then_wrong_placement_is_caught(conn: Any, tmp_path: Path) -> None:
+    rc, report, err = instantiate("chain-vrouter", "-e", "sriov")
+    assert rc == 0, err
+    assert report["ok"] and {v["status"] for v in report["verdicts"]} == {"pass"}
+    server = next(s for s in conn.compute.servers(all_projects=True) if s.name == "chain-vrouter-1")
+    assert server.status == "ACTIVE"
+    vifs = {p.name: (p.binding_vnic_type, p.binding_vif_type, p.binding_host_id) for p in
+            conn.network.ports(device_id=server.id)}
+    assert vifs["chain-vrouter-1-left"][:2] == ("direct", "hw_veb")
+    assert vifs["chain-vrouter-1-right"][:2] == ("direct", "hw_veb")
+    assert {v[2] for v in vifs.values()} == {server.compute_host}
+    topo = conn.compute.get(f"/servers/{server.id}/topology", microversion="2.78").json()
+    assert topo["pagesize_kb"] == 1048576 and len(topo["nodes"]) == 1
+
+    # the same deployment against an inventory whose NICs sit on the other NUMA node: check must fail
+    inv = yaml.safe_load((ROOT / "tools/nfvcat/devcloud/inventory.yaml").read_text())
+    for dev in inv["hosts"][0]["pci_devices"]:
+        dev["numa_node"] = 1 - dev["numa_node"]
+    for cell in inv["hosts"][0]["numa_cells"]:
+        cell["socket"] = 1 - cell["socket"]
+    wrong = tmp_path / "wrong.yaml"
+    wrong.write_text(yaml.safe_dump(inv))
+    res = nfvcat("check", "chain-vrouter", "--inventory", str(wrong), "--format", "json")
+    assert res.returncode == 2, res.stdout + res.stderr
+    failed = [v for v in json.loads(res.stdout)["verdicts"] if v["status"] == "FAIL"]
+    assert {v["check"] for v in failed} == {"VF NUMA affinity"}, failed
+    terminate(conn, "chain-vrouter")
+
+
+def test_two_vnf_ovs_dpdk_chain(conn: Any) -> None:
+    rc, report, err = instantiate("chain-vrouter-ipsec", "-e", "site-a", env=PSK)
+    assert rc == 0, err
+    assert PSK["NFVCAT_SECRET_PSK"] not in err + json.dumps(report)
+    servers = {v["vnf"] for v in report["verdicts"]}
+    assert servers == {"vrouter", "gateway"}
+    data_ports = [p for p in ports_of(conn, "chain-vrouter-ipsec") if not p.name.endswith("-mgmt")]
+    assert data_ports and {p.binding_vif_type for p in data_ports} == {"vhostuser"}
+    terminate(conn, "chain-vrouter-ipsec")
+
+
+def test_chain_that_cannot_fit_fails_cleanly(conn: Any) -> None:
+    # 14 dedicated vCPUs on one NUMA node: Placement has 24 PCPUs, but no node has more than 12
+    flavor = conn.compute.create_flavor(name="nfvcat-test.numa-exhausted", vcpus=14, ram=2048, disk=20)
+    conn.compute.create_flavor_extra_specs(flavor, {"hw:cpu_policy": "dedicated", "hw:numa_nodes": "1"})
+    try:
+        before = counts(conn)
+        rc, _, err = instantiate("chain-vrouter", "-e", "ovs-dpdk", "-P", "flavor=nfvcat-test.numa-exhausted")
+        assert rc == 2, err
+        assert "No valid host" in err
+        assert conn.orchestration.find_stack("chain-vrouter") is None
+        assert counts(conn) == before
+    finally:
+        conn.compute.delete_flavor(flavor)
+
+
+def test_interrupted_instantiate_converges(conn: Any) -> None:
+    import os
+
+    proc = subprocess.Popen([*NFVCAT, "instantiate", "chain-vrouter", "-e", "ovs-dpdk"], cwd=ROOT,
+                            env={**os.environ, "OS_CLOUD": CLOUD}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            text=True)
+    deadline = time.monotonic() + 120
+    while conn.orchestration.find_stack("chain-vrouter") is None and time.monotonic() < deadline:
+        time.sleep(0.5)
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=60) in (130, -signal.SIGINT)
+    rc, report, err = instantiate("chain-vrouter", "-e", "ovs-dpdk")
+    assert rc == 0, err
+    assert report["ok"]
+    servers = [s for s in conn.compute.servers(all_projects=True) if s.name == "chain-vrouter-1"]
+    assert len(servers) == 1
+    # and once more: a complete stack is updated in place, nothing is duplicated
+    rc, _, err = instantiate("chain-vrouter", "-e", "ovs-dpdk")
+    assert rc == 0, err
+    assert len([s for s in conn.compute.servers(all_projects=True) if s.name == "chain-vrouter-1"]) == 1
+    terminate(conn, "chain-vrouter")

@@ -1,0 +1,1 @@
+"""openstacksdk helpers of the lifecycle commands."""

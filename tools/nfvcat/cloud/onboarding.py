@@ -1,0 +1,304 @@
+"""Onboarding: each step compares the catalog with the cloud and returns the actions it takes (or would take)."""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from nfvcat.cloud import catalog
+from nfvcat.cloud.connect import call, cloud_errors
+from nfvcat.cloud.stacks import Stacks, bundle
+from nfvcat.errors import EXIT_ENGINE, EXIT_FINDINGS, UserError
+
+FLAVOR_MICROVERSION = "2.86"  # Nova validates extra specs from 2.86 on
+NETWORK_STACK = "nfvcat-provider-networks"
+PLACEHOLDER = "0" * 64
+
+
+@dataclass
+class Action:
+    kind: str  # image, flavor, networks, vnf-package
+    name: str
+    verb: str  # create, replace, update, unchanged, skip
+    detail: str = ""
+
+    def as_dict(self) -> dict[str, str]:
+        return {"kind": self.kind, "name": self.name, "action": self.verb, "detail": self.detail}
+
+
+@dataclass
+class Plan:
+    actions: list[Action] = field(default_factory=list)
+
+    def add(self, *a: Action) -> None:
+        self.actions.extend(a)
+
+    @property
+    def changes(self) -> int:
+        return sum(a.verb not in ("unchanged", "skip") for a in self.actions)
+
+
+def file_hash(path: Path, algo: str = "sha256") -> str:
+    h = hashlib.new(algo)
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+# ---- images -------------------------------------------------------------------------------------------------
+
+class GlanceHash:
+    """The file's hash as Glance computes os_hash_value, by the image's os_hash_algo (sha512 by default)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.cache: dict[str, str] = {}
+
+    def __call__(self, image: dict[str, Any]) -> str:
+        algo = str(image.get("os_hash_algo") or "sha512")
+        if algo not in self.cache:
+            self.cache[algo] = file_hash(self.path, algo)
+        return self.cache[algo]
+
+
+def image_file(img: dict[str, Any], image_dir: Path, overrides: dict[str, Path]) -> Path | None:
+    if img["name"] in overrides:
+        return overrides[img["name"]]
+    cand = image_dir / str(img.get("file") or f"{img['name']}.qcow2")
+    return cand if cand.is_file() else None
+
+
+def images(conn: Any, image_dir: Path, overrides: dict[str, Path], dry_run: bool,
+           say: Any) -> list[Action]:
+    out = []
+    for img in catalog.images():
+        name = str(img["name"])
+        path = image_file(img, image_dir, overrides)
+        if path is None:
+            out.append(Action("image", name, "skip", f"no file {img.get('file')} in {image_dir} (--image-dir)"))
+            continue
+        want = str((img.get("checksum") or {}).get("value") or "").lower()
+        algo = str((img.get("checksum") or {}).get("algorithm") or "sha256").lower()
+        digest = file_hash(path, algo)
+        if want and want != PLACEHOLDER and digest != want:
+            raise UserError(f"image {name}: {path} has {algo} {digest}, the catalog says {want}", EXIT_FINDINGS)
+        note = " (catalog checksum is a placeholder: not verified)" if want in ("", PLACEHOLDER) else " (verified)"
+        file_sha = digest if algo == "sha256" else file_hash(path)
+        glance_hash = GlanceHash(path)
+        props = {k: str(v) for k, v in (img.get("properties") or {}).items()}
+        existing = call(conn.image, "GET", f"/images?name={name}", f"image {name}")["images"]
+        same = [i for i in existing if i["status"] == "active" and i.get("os_hash_value") == glance_hash(i)]
+        if same:
+            cur = same[0]
+            diff = {k: v for k, v in props.items() if str(cur.get(k, "")).lower() != v.lower()}
+            if diff:
+                out.append(Action("image", name, "update", f"properties {sorted(diff)}"))
+                if not dry_run:
+                    call(conn.image, "PATCH", f"/images/{cur['id']}", f"image {name} update",
+                         json=[{"op": "add", "path": f"/{k}", "value": v} for k, v in diff.items()],
+                         headers={"Content-Type": "application/openstack-images-v2.1-json-patch"})
+            else:
+                out.append(Action("image", name, "unchanged", f"sha256 {file_sha[:12]}"))
+            continue
+        verb = "replace" if existing else "create"
+        out.append(Action("image", name, verb, f"upload {path.name} sha256 {file_sha[:12]}{note}"))
+        if dry_run:
+            continue
+        say(f"uploading image {name} ({path.stat().st_size} bytes)")
+        before = {i["id"] for i in existing}
+        try:
+            new = conn.image.create_image(
+                name=name, filename=str(path), disk_format=img.get("disk_format", "qcow2"),
+                container_format=img.get("container_format", "bare"), min_disk=int(img.get("min_disk") or 0),
+                min_ram=int(img.get("min_ram") or 0), visibility="public", wait=True, allow_duplicates=True,
+                **props)
+        except Exception:  # nothing half-made is left: the image record of a refused upload goes too
+            for i in conn.image.images(name=name):
+                if i.id not in before:
+                    conn.image.delete_image(i, ignore_missing=True)
+            raise
+        if new.hash_value and new.hash_value != glance_hash({"os_hash_algo": new.hash_algo}):
+            conn.image.delete_image(new, ignore_missing=True)
+            raise UserError(f"image {name}: Glance computed {new.hash_algo} {new.hash_value}, which is not the "
+                            f"file's", EXIT_FINDINGS)
+        for old in existing:
+            call(conn.image, "DELETE", f"/images/{old['id']}", f"image {name} delete", ok=(204, 404))
+    return out
+
+
+# ---- flavors ------------------------------------------------------------------------------------------------
+
+def _flavor_fields(f: dict[str, Any]) -> dict[str, Any]:
+    return {"vcpus": int(f["vcpus"]), "ram": int(f["ram"]), "disk": int(f.get("disk", 0)),
+            "is_public": bool(f.get("is_public", True)), "description": f.get("description")}
+
+
+def flavors(conn: Any, dry_run: bool, only: set[str] | None = None) -> list[Action]:
+    api = conn.compute
+    existing = {f["name"]: f for f in call(api, "GET", "/flavors/detail?is_public=None", "flavor list",
+                                           microversion=FLAVOR_MICROVERSION)["flavors"]}
+    out = []
+    for f in catalog.flavors():
+        name = str(f["name"])
+        if only is not None and name not in only:
+            continue
+        want = _flavor_fields(f)
+        specs = {str(k): str(v) for k, v in (f.get("extra_specs") or {}).items()}
+        cur = existing.get(name)
+        if cur is not None:
+            have = {"vcpus": cur["vcpus"], "ram": cur["ram"], "disk": cur["disk"],
+                    "is_public": cur["os-flavor-access:is_public"], "description": cur.get("description")}
+            if have == want:
+                have_specs = {str(k): str(v) for k, v in (cur.get("extra_specs") or {}).items()}
+                add = {k: v for k, v in specs.items() if have_specs.get(k) != v}
+                drop = sorted(set(have_specs) - set(specs))
+                if not add and not drop:
+                    out.append(Action("flavor", name, "unchanged"))
+                    continue
+                out.append(Action("flavor", name, "update", "extra specs: " + ", ".join(
+                    [f"set {k}={v}" for k, v in sorted(add.items())] + [f"unset {k}" for k in drop])))
+                if not dry_run:
+                    if add:
+                        call(api, "POST", f"/flavors/{cur['id']}/os-extra_specs", f"flavor {name} extra specs",
+                             json={"extra_specs": add}, microversion=FLAVOR_MICROVERSION)
+                    for k in drop:
+                        call(api, "DELETE", f"/flavors/{cur['id']}/os-extra_specs/{k}", f"flavor {name}",
+                             microversion=FLAVOR_MICROVERSION)
+                continue
+            changed = sorted(k for k in want if have.get(k) != want[k])
+            out.append(Action("flavor", name, "replace", f"fields differ: {', '.join(changed)}"))
+            if not dry_run:
+                call(api, "DELETE", f"/flavors/{cur['id']}", f"flavor {name} delete")
+        else:
+            out.append(Action("flavor", name, "create", f"{want['vcpus']} vCPU, {want['ram']} MiB, "
+                                                        f"{len(specs)} extra specs"))
+        if dry_run:
+            continue
+        body = {"flavor": {"name": name, **{k: v for k, v in want.items() if k != "is_public"},
+                           "os-flavor-access:is_public": want["is_public"]}}
+        new = call(api, "POST", "/flavors", f"flavor {name} create", json=body,
+                   microversion=FLAVOR_MICROVERSION)["flavor"]
+        if specs:
+            try:
+                call(api, "POST", f"/flavors/{new['id']}/os-extra_specs", f"flavor {name} extra specs",
+                     json={"extra_specs": specs}, microversion=FLAVOR_MICROVERSION)
+            except UserError:
+                call(api, "DELETE", f"/flavors/{new['id']}", f"flavor {name} delete")
+                raise
+    return out
+
+
+# ---- provider networks (the net-provider entry as a stack) ----------------------------------------------------
+
+def networks(conn: Any, dry_run: bool, say: Any, timeout: float) -> list[Action]:
+    entry = catalog.heat_entry("net-provider")
+    env = entry.example("default")
+    b = bundle(entry.template, [env] if env else [])
+    digest = hashlib.sha256(repr((b.template, b.files, b.environment)).encode()).hexdigest()[:16]
+    tag = f"nfvcat-sha-{digest}"
+    stacks = Stacks(conn, say)
+    cur = stacks.find(NETWORK_STACK)
+    version = str(entry.meta.get("version", ""))
+    if cur is not None:
+        full = stacks.get(NETWORK_STACK, cur["id"])
+        if tag in (full.get("tags") or []) and full["stack_status"] in ("CREATE_COMPLETE", "UPDATE_COMPLETE"):
+            return [Action("networks", NETWORK_STACK, "unchanged", f"net-provider {version}")]
+        verb = "replace" if full["stack_status"].endswith("FAILED") else "update"
+        act = Action("networks", NETWORK_STACK, verb, f"net-provider {version} ({full['stack_status']})")
+        if dry_run:
+            return [act]
+        if verb == "replace":
+            stacks.delete(NETWORK_STACK, cur["id"])
+            stacks.wait(NETWORK_STACK, cur["id"], "DELETE", timeout)
+        else:
+            stacks.update(NETWORK_STACK, cur["id"], b, {}, int(timeout // 60) + 1, tags=[tag])
+            stacks.wait(NETWORK_STACK, cur["id"], "UPDATE", timeout)
+            return [act]
+    else:
+        act = Action("networks", NETWORK_STACK, "create", f"net-provider {version}")
+        if dry_run:
+            return [act]
+    sid = stacks.create(NETWORK_STACK, b, {}, int(timeout // 60) + 1, tags=[tag])
+    stacks.wait(NETWORK_STACK, sid, "CREATE", timeout)
+    return [act]
+
+
+# ---- Tacker VNF packages --------------------------------------------------------------------------------------
+
+def has_tacker(conn: Any) -> bool:
+    try:
+        return conn.session.get_endpoint(service_type="nfv-orchestration", interface="public") is not None
+    except Exception:
+        return False
+
+
+def vnf_packages(conn: Any, dry_run: bool, say: Any, timeout: float = 60) -> list[Action]:
+    """Every vnfd/ entry as a Tacker VNF package (SOL005): built by `nfvcat package`, created, uploaded, waited
+    for until ONBOARDED. A package whose userDefinedData carries the same CSAR hash is unchanged."""
+    if not has_tacker(conn):
+        return [Action("vnf-package", "*", "skip", "the cloud has no nfv-orchestration (Tacker) endpoint")]
+    import tempfile
+
+    from nfvcat.commands.package import build
+
+    endpoint = conn.session.get_endpoint(service_type="nfv-orchestration", interface="public").rstrip("/")
+    base = f"{endpoint}/vnfpkgm/v1/vnf_packages"
+    existing = _tacker(conn, "GET", f"{base}?all_fields", "VNF package list")  # userDefinedData is not default
+    out = []
+    with tempfile.TemporaryDirectory(prefix="nfvcat-csar-") as tmp:
+        vnfd = catalog.root() / "vnfd"
+        entries = sorted(p for p in vnfd.iterdir() if (p / "entry.yaml").is_file()) if vnfd.is_dir() else []
+        for entry in entries:
+            csar = build(entry, Path(tmp))
+            digest = file_hash(csar)
+            mine = [p for p in existing if (p.get("userDefinedData") or {}).get("nfvcat-entry") == entry.name]
+            same = [p for p in mine if p["userDefinedData"].get("nfvcat-sha256") == digest and
+                    p.get("onboardingState") == "ONBOARDED"]
+            if same:
+                out.append(Action("vnf-package", entry.name, "unchanged", f"{csar.name} sha256 {digest[:12]}"))
+                continue
+            out.append(Action("vnf-package", entry.name, "replace" if mine else "create",
+                              f"{csar.name} sha256 {digest[:12]}"))
+            if dry_run:
+                continue
+            for old in mine:  # Tacker refuses a second package with the same VNFD id
+                _delete_package(conn, base, old["id"])
+            pkg = _tacker(conn, "POST", base, f"VNF package {entry.name}",
+                          json={"userDefinedData": {"nfvcat-entry": entry.name, "nfvcat-sha256": digest}})
+            _tacker(conn, "PUT", f"{base}/{pkg['id']}/package_content", f"upload {csar.name}",
+                    data=csar.read_bytes(), headers={"Content-Type": "application/zip"})
+            say(f"uploaded {csar.name}, waiting for ONBOARDED")
+            deadline = time.monotonic() + timeout
+            while True:
+                state = _tacker(conn, "GET", f"{base}/{pkg['id']}", f"VNF package {entry.name}")
+                if state.get("onboardingState") == "ONBOARDED":
+                    break
+                if time.monotonic() > deadline or state.get("onboardingState") == "ERROR":
+                    _delete_package(conn, base, pkg["id"])
+                    raise UserError(f"VNF package {entry.name} not ONBOARDED after {timeout:.0f} s "
+                                    f"({state.get('onboardingState')}); see Tacker's conductor log", EXIT_FINDINGS)
+                time.sleep(1)
+    return out
+
+
+def _tacker(conn: Any, method: str, url: str, what: str, **kwargs: Any) -> Any:
+    with cloud_errors(what):
+        resp = conn.session.request(url, method, raise_exc=False, **kwargs)
+    if resp.status_code >= 400:
+        raise UserError(f"{what}: HTTP {resp.status_code}: {resp.text[:300]}", EXIT_ENGINE)
+    try:
+        return resp.json() if resp.content else {}
+    except ValueError:
+        return {}
+
+
+def _delete_package(conn: Any, base: str, pid: str) -> None:
+    try:  # an ONBOARDED package must be disabled first; one that is not cannot be
+        _tacker(conn, "PATCH", f"{base}/{pid}", "VNF package disable", json={"operationalState": "DISABLED"})
+    except UserError:
+        pass
+    _tacker(conn, "DELETE", f"{base}/{pid}", "VNF package delete")

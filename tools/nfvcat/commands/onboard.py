@@ -1,0 +1,69 @@
+"""``nfvcat onboard``: images, EPA flavors, provider networks and VNF packages of the catalog, idempotently."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from nfvcat.errors import EXIT_OK, UserError
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    from nfvcat.cloud.connect import add_cloud_args
+
+    p = subparsers.add_parser("onboard", help="put the catalog's images, flavors, networks and packages on a cloud",
+                              description=__doc__)
+    add_cloud_args(p)
+    p.add_argument("--dry-run", action="store_true", help="print the plan, change nothing")
+    p.add_argument("--only", action="append", choices=["images", "flavors", "networks", "packages"],
+                   help="only these steps (repeatable; default all)")
+    p.add_argument("--image-dir", default=os.environ.get("NFVCAT_IMAGE_DIR", "images"),
+                   help="where the entries' image files are (default: images/ or $NFVCAT_IMAGE_DIR)")
+    p.add_argument("--image", action="append", default=[], metavar="NAME=FILE",
+                   help="the file of one image (checked against the entry's checksum)")
+    p.add_argument("--timeout", type=float, default=600, help="seconds to wait for the network stack")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from nfvcat.cloud import onboarding
+    from nfvcat.cloud.connect import cloud_errors, connect
+
+    overrides: dict[str, Path] = {}
+    for item in args.image:
+        name, sep, path = item.partition("=")
+        if not sep or not Path(path).is_file():
+            raise UserError(f"--image {item}: expected NAME=FILE with an existing file")
+        overrides[name] = Path(path)
+    steps = set(args.only or ["images", "flavors", "networks", "packages"])
+    conn = connect(args.os_cloud)
+
+    def say(text: str) -> None:
+        if args.format == "text":
+            print(text, file=sys.stderr, flush=True)
+
+    plan = onboarding.Plan()
+    with cloud_errors("onboard"):
+        if "images" in steps:
+            plan.add(*onboarding.images(conn, Path(args.image_dir), overrides, args.dry_run, say))
+        if "flavors" in steps:
+            plan.add(*onboarding.flavors(conn, args.dry_run))
+        if "networks" in steps:
+            plan.add(*onboarding.networks(conn, args.dry_run, say, args.timeout))
+        if "packages" in steps:
+            plan.add(*onboarding.vnf_packages(conn, args.dry_run, say))
+    if args.format == "json":
+        print(json.dumps({"dry_run": args.dry_run, "changes": plan.changes,
+                          "actions": [a.as_dict() for a in plan.actions]}, indent=2))
+        return EXIT_OK
+    for a in plan.actions:
+        verb = a.verb if not args.dry_run or a.verb in ("unchanged", "skip") else f"would {a.verb}"
+        print(f"{a.kind:12} {a.name:28} {verb:16} {a.detail}".rstrip())
+    if plan.changes == 0:
+        print("nothing to change: the cloud already has the catalog")
+    else:
+        print(f"{plan.changes} change(s){' planned (dry run)' if args.dry_run else ' made'}")
+    return EXIT_OK

@@ -1,0 +1,1 @@
+"""The dev cloud: a private OpenStack on loopback (nfvcat devcloud)."""

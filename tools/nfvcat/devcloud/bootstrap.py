@@ -1,0 +1,234 @@
+"""One-time (and cheap every-time) set-up steps: data directories, databases, OVS bridges, the Keystone catalog,
+clouds.yaml, and the wait for the compute host to be usable."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from nfvcat.devcloud import configs, services
+from nfvcat.devcloud.configs import BRIDGES
+from nfvcat.devcloud.state import CLOUD_NAME, DATABASES, HOST, PORTS, REGION, SERVICE_USERS, State, url
+from nfvcat.errors import EXIT_ENGINE, UserError
+
+CATALOG = {  # service name -> (type, port, path)
+    "glance": ("image", "glance", ""),
+    "placement": ("placement", "placement", ""),
+    "nova": ("compute", "nova", "/v2.1"),
+    "neutron": ("network", "neutron", ""),
+    "heat": ("orchestration", "heat", "/v1/%(tenant_id)s"),
+    "tacker": ("nfv-orchestration", "tacker", "/"),
+}
+
+
+def _check(argv: list[str], what: str, env: dict[str, str] | None = None) -> str:
+    res = subprocess.run(argv, capture_output=True, text=True, env={**os.environ, **(env or {})}, check=False,
+                         timeout=300)
+    if res.returncode != 0:
+        raise UserError(f"devcloud: {what} failed: {(res.stderr or res.stdout).strip()[-1500:]}", EXIT_ENGINE)
+    return res.stdout
+
+
+def prepare_infra(state: State) -> None:
+    mysql = state.lib / "mysql"
+    if not (mysql / "mysql").is_dir():
+        mysql.mkdir(parents=True, exist_ok=True)
+        _check(["mariadb-install-db", "--no-defaults", f"--datadir={mysql}", "--user=root",
+                "--auth-root-authentication-method=normal", "--skip-test-db"], "mariadb-install-db")
+    rabbit_etc = state.etc / "rabbitmq"
+    rabbit_etc.mkdir(parents=True, exist_ok=True)
+    (rabbit_etc / "rabbitmq-env.conf").write_text("")
+    (rabbit_etc / "enabled_plugins").write_text("[].\n")
+    (rabbit_etc / "rabbitmq.conf").write_text(
+        f"listeners.tcp.default = {HOST}:{PORTS['rabbitmq']}\nloopback_users.guest = true\n"
+        "log.console = true\nlog.file = false\n")
+    (state.lib / "rabbitmq").mkdir(parents=True, exist_ok=True)
+    (state.log / "rabbitmq").mkdir(parents=True, exist_ok=True)
+    ovs_db = state.lib / "ovs" / "conf.db"
+    (state.run / "ovs").mkdir(parents=True, exist_ok=True)
+    (state.run / "vhu").mkdir(parents=True, exist_ok=True)
+    (state.etc / "ovs").mkdir(parents=True, exist_ok=True)
+    if not ovs_db.exists():
+        ovs_db.parent.mkdir(parents=True, exist_ok=True)
+        _check(["ovsdb-tool", "create", str(ovs_db), "/usr/share/openvswitch/vswitch.ovsschema"], "ovsdb-tool create")
+    for sub in ("glance/images", "glance/staging", "glance/tasks", "glance/lock", "nova/instances", "nova/lock",
+                "neutron/lock", "heat/lock", "keystone/fernet-keys", "keystone/credential-keys"):
+        (state.lib / sub).mkdir(parents=True, exist_ok=True)
+
+
+def databases(state: State) -> None:
+    pw = state.secrets()["db"]
+    sql = "".join(f"CREATE DATABASE IF NOT EXISTS {d} CHARACTER SET utf8mb4;" for d in DATABASES)
+    sql += (f"CREATE USER IF NOT EXISTS 'nfvcat'@'127.0.0.1' IDENTIFIED BY '{pw}';"
+            "GRANT ALL PRIVILEGES ON *.* TO 'nfvcat'@'127.0.0.1'; FLUSH PRIVILEGES;")
+    _check(["mariadb", "--no-defaults", f"--socket={services.mysql_socket(state)}", "-uroot", "-e", sql],
+           "creating databases")
+
+
+def vsctl(state: State, *args: str) -> str:
+    return _check(["ovs-vsctl", f"--db=unix:{state.run / 'ovs' / 'db.sock'}", "--timeout=30", *args],
+                  f"ovs-vsctl {' '.join(args[:3])}", services.ovs_env(state))
+
+
+def ovs(state: State, dpdk: bool) -> None:
+    from nfvcat.devcloud import host
+
+    if dpdk:
+        vsctl(state, "--no-wait", "set", "Open_vSwitch", ".", "other_config:dpdk-init=true",
+              f'other_config:dpdk-extra="--no-pci --huge-dir {host.hugepage_dir(state)}"',
+              "other_config:dpdk-socket-mem=256")
+    for bridge in BRIDGES.values():
+        vsctl(state, "--may-exist", "add-br", bridge, "--", "set", "bridge", bridge, "datapath_type=netdev")
+
+
+def db_syncs(state: State) -> dict[str, list[tuple[list[str], str]]]:
+    b = state.venv_bin
+    e = state.etc
+    nova = ["--config-file", str(e / "nova/nova.conf")]
+    return {
+        "keystone": [([str(b / "keystone-manage"), "--config-file", str(e / "keystone/keystone.conf"), *cmd],
+                      f"keystone-manage {cmd[0]}") for cmd in (
+            ["db_sync"], ["fernet_setup", "--keystone-user", "root", "--keystone-group", "root"],
+            ["credential_setup", "--keystone-user", "root", "--keystone-group", "root"])],
+        "glance": [([str(b / "glance-manage"), "--config-file", str(e / "glance/glance-api.conf"), "db_sync"],
+                    "glance-manage db_sync")],
+        "placement": [([str(b / "placement-manage"), "--config-file", str(e / "placement/placement.conf"), "db",
+                        "sync"], "placement-manage db sync")],
+        "nova": [
+            ([str(b / "nova-manage"), *nova, "api_db", "sync"], "nova-manage api_db sync"),
+            ([str(b / "nova-manage"), *nova, "cell_v2", "map_cell0", "--database_connection",
+              configs.db(state, "nova_cell0")], "nova-manage cell_v2 map_cell0"),
+            (["sh", "-c", f"{b / 'nova-manage'} --config-file {e / 'nova/nova.conf'} cell_v2 list_cells | grep -q cell1"
+              f" || {b / 'nova-manage'} --config-file {e / 'nova/nova.conf'} cell_v2 create_cell --name cell1"],
+             "nova-manage cell_v2 create_cell"),
+            ([str(b / "nova-manage"), *nova, "db", "sync"], "nova-manage db sync"),
+        ],
+        "neutron": [([str(b / "neutron-db-manage"), "--config-file", str(e / "neutron/neutron.conf"), "--config-file",
+                      str(e / "neutron/ml2_conf.ini"), "upgrade", "heads"], "neutron-db-manage upgrade heads")],
+        "heat": [([str(b / "heat-manage"), "--config-file", str(e / "heat/heat.conf"), "db_sync"],
+                  "heat-manage db_sync")],
+    }
+
+
+def admin_auth(state: State) -> dict[str, Any]:
+    return {"auth_url": url("keystone"), "username": "admin", "password": state.secrets()["admin"],
+            "project_name": "admin", "user_domain_name": "Default", "project_domain_name": "Default"}
+
+
+def identity(state: State) -> None:
+    """keystone-manage bootstrap (once), then catalog()."""
+    s = state.secrets()
+    _check([str(state.venv_bin / "keystone-manage"), "--config-file", str(state.etc / "keystone/keystone.conf"),
+            "bootstrap", "--bootstrap-password", s["admin"], "--bootstrap-admin-url", url("keystone"),
+            "--bootstrap-internal-url", url("keystone"), "--bootstrap-public-url", url("keystone"),
+            "--bootstrap-region-id", REGION], "keystone-manage bootstrap")
+
+
+def catalog(state: State) -> None:
+    """The service project, service users with admin+service roles, services and endpoints (find or create)."""
+    import openstack
+
+    s = state.secrets()
+    conn = openstack.connect(auth=admin_auth(state), region_name=REGION, identity_api_version="3")
+    idn: Any = conn.identity
+    project = idn.find_project("service") or idn.create_project(name="service", domain_id="default")
+    roles = {r.name: r for r in idn.roles()}
+    for name in ("service", "member", "reader", "heat_stack_owner", "heat_stack_user"):
+        if name not in roles:
+            roles[name] = idn.create_role(name=name)
+    admin = idn.find_user("admin")
+    admin_project = idn.find_project("admin")
+    idn.assign_project_role_to_user(admin_project, admin, roles["heat_stack_owner"])
+    for user in SERVICE_USERS:
+        u = idn.find_user(user) or idn.create_user(name=user, password=s[user], domain_id="default")
+        for role in ("admin", "service"):
+            idn.assign_project_role_to_user(project, u, roles[role])
+    existing = {svc.type for svc in idn.services()}
+    for name, (stype, port_key, path) in CATALOG.items():
+        if stype in existing:
+            continue
+        svc = idn.create_service(name=name, type=stype)
+        for iface in ("public", "internal", "admin"):
+            idn.create_endpoint(service_id=svc.id, interface=iface, url=url(port_key, path), region_id=REGION)
+
+
+def clouds_yaml_path() -> Path:
+    return Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config") / "openstack" / "clouds.yaml"
+
+
+def cloud_entry(state: State) -> dict[str, Any]:
+    return {"auth": admin_auth(state), "region_name": REGION, "identity_api_version": 3, "interface": "public"}
+
+
+def clouds_yaml(state: State) -> Path:
+    """The ``nfvcat-dev`` entry, merged into the user's clouds.yaml (and a copy in the state directory)."""
+    path = clouds_yaml_path()
+    data: dict[str, Any] = {}
+    if path.is_file():
+        data = yaml.safe_load(path.read_text()) or {}
+    data.setdefault("clouds", {})[CLOUD_NAME] = cloud_entry(state)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    os.chmod(path, 0o600)
+    (state.root / "clouds.yaml").write_text(yaml.safe_dump({"clouds": {CLOUD_NAME: cloud_entry(state)}}))
+    return path
+
+
+def remove_clouds_yaml() -> None:
+    path = clouds_yaml_path()
+    if not path.is_file():
+        return
+    data = yaml.safe_load(path.read_text()) or {}
+    if CLOUD_NAME in (data.get("clouds") or {}):
+        del data["clouds"][CLOUD_NAME]
+        path.write_text(yaml.safe_dump(data, sort_keys=False))
+
+
+def wait_compute(state: State, host_name: str, say: Callable[[str], None], timeout: float = 240) -> None:
+    """Until the compute service is up, its node is in a cell with PCPU inventory and both agents are alive."""
+    import openstack
+
+    conn = openstack.connect(auth=admin_auth(state), region_name=REGION, identity_api_version="3")
+    deadline = time.monotonic() + timeout
+    waiting: dict[str, bool] = {"nova-compute": False, "hypervisor": False, "PCPU inventory": False,
+                                "Open vSwitch agent": False, "NIC Switch agent": False}
+    from nfvcat.devcloud import procs
+
+    while time.monotonic() < deadline:
+        for name in ("nova-compute", "neutron-openvswitch-agent", "neutron-sriov-nic-agent"):
+            if not procs.pid_of(state, name):
+                log = state.log / f"{name}.log"
+                raise UserError(f"devcloud: {name} exited; last lines of {log}:\n{procs.tail(log)}", EXIT_ENGINE)
+        try:
+            if not waiting["nova-compute"]:
+                waiting["nova-compute"] = any(s.binary == "nova-compute" and s.state == "up" and s.host == host_name
+                                              for s in conn.compute.services())
+            if not waiting["hypervisor"]:
+                waiting["hypervisor"] = any(h.name == host_name for h in conn.compute.hypervisors())
+            if waiting["hypervisor"] and not waiting["PCPU inventory"]:
+                rps = [rp for rp in conn.placement.resource_providers() if rp.name == host_name]
+                waiting["PCPU inventory"] = bool(rps) and any(
+                    i.resource_class == "PCPU" for i in conn.placement.resource_provider_inventories(rps[0]))
+            for agent in conn.network.agents(host=host_name):
+                if agent.agent_type in waiting and agent.is_alive:
+                    waiting[agent.agent_type] = True
+        except Exception as exc:  # an API still warming up
+            say(f"waiting: {type(exc).__name__}")
+        if all(waiting.values()):
+            # a host the scheduler can see: the cell mapping comes from discover_hosts (scheduler, every 5 s)
+            _check([str(state.venv_bin / "nova-manage"), "--config-file", str(state.etc / "nova/nova.conf"),
+                    "cell_v2", "discover_hosts"], "nova-manage cell_v2 discover_hosts")
+            say("compute host, PCPU inventory and agents ready")
+            return
+        time.sleep(2)
+    missing = ", ".join(k for k, v in waiting.items() if not v)
+    log = state.log / ("nova-compute.log" if "nova" in missing or "PCPU" in missing or "hyper" in missing else
+                       "neutron-openvswitch-agent.log")
+    raise UserError(f"devcloud: not ready after {timeout:.0f} s: {missing}; last lines of {log}:\n{procs.tail(log)}",
+                    EXIT_ENGINE)

@@ -1,0 +1,237 @@
+"""The services' configuration files, written under etc/ on every ``up`` (cheap, and always current)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from nfvcat.devcloud.state import HOST, PORTS, REGION, State, url
+from nfvcat.plan import hoststate, inventory
+
+Ini = dict[str, dict[str, Any]]
+VLAN_RANGES = "physnet_sriov:100:199,physnet_dpdk:200:299,physnet_mgmt:300:399"
+BRIDGES = {"physnet_dpdk": "br-dpdk", "physnet_mgmt": "br-mgmt"}
+SCHEDULER_FILTERS = ("ComputeFilter,ImagePropertiesFilter,ServerGroupAntiAffinityFilter,ServerGroupAffinityFilter,"
+                     "NUMATopologyFilter,PciPassthroughFilter")
+
+
+def render(ini: Ini) -> str:
+    out = []
+    for section, values in ini.items():
+        out.append(f"[{section}]")
+        for key, value in values.items():
+            if isinstance(value, bool):
+                value = "true" if value else "false"
+            elif isinstance(value, (list, tuple)):
+                value = ",".join(str(v) for v in value)
+            out.append(f"{key} = {value}")
+        out.append("")
+    return "\n".join(out)
+
+
+def write(path: Path, ini: Ini) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(render(ini))
+    return path
+
+
+def db(state: State, name: str) -> str:
+    return f"mysql+pymysql://nfvcat:{state.secrets()['db']}@{HOST}:{PORTS['mariadb']}/{name}?charset=utf8"
+
+
+def transport() -> str:
+    return f"rabbit://guest:guest@{HOST}:{PORTS['rabbitmq']}/"
+
+
+def auth(state: State, user: str) -> dict[str, Any]:
+    return {"auth_url": url("keystone"), "auth_type": "password", "project_domain_name": "Default",
+            "user_domain_name": "Default", "project_name": "service", "username": user,
+            "password": state.secrets()[user], "region_name": REGION}
+
+
+def authtoken(state: State, user: str) -> dict[str, Any]:
+    return {"www_authenticate_uri": url("keystone"), **auth(state, user), "service_token_roles_required": True}
+
+
+def common(state: State, name: str) -> dict[str, Any]:
+    return {"debug": False, "log_file": str(state.log / f"{name}.log"), "use_stderr": False,
+            "transport_url": transport(), "state_path": str(state.lib / name)}
+
+
+def keystone(state: State) -> Path:
+    k = state.lib / "keystone"
+    return write(state.etc / "keystone" / "keystone.conf", {
+        "DEFAULT": {"log_file": str(state.log / "keystone.log"), "use_stderr": False},
+        "database": {"connection": db(state, "keystone")},
+        "token": {"provider": "fernet"},
+        "fernet_tokens": {"key_repository": str(k / "fernet-keys")},
+        "fernet_receipts": {"key_repository": str(k / "fernet-keys")},
+        "credential": {"key_repository": str(k / "credential-keys")},
+        "cache": {"enabled": True, "backend": "dogpile.cache.memory"},
+        "identity": {"password_hash_rounds": 4},
+    })
+
+
+def glance(state: State) -> Path:
+    d = state.etc / "glance"
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "glance-api-paste.ini").write_text((state.venv / "etc/glance/glance-api-paste.ini").read_text())
+    return write(d / "glance-api.conf", {
+        "DEFAULT": {"log_file": str(state.log / "glance.log"), "use_stderr": False,
+                    "enabled_backends": "file:file", "transport_url": transport()},
+        "database": {"connection": db(state, "glance")},
+        "keystone_authtoken": authtoken(state, "glance"),
+        "paste_deploy": {"flavor": "keystone"},
+        "glance_store": {"default_backend": "file"},
+        "file": {"filesystem_store_datadir": str(state.lib / "glance/images")},
+        "oslo_concurrency": {"lock_path": str(state.lib / "glance/lock")},
+        "os_glance_staging_store": {"filesystem_store_datadir": str(state.lib / "glance/staging")},
+        "os_glance_tasks_store": {"filesystem_store_datadir": str(state.lib / "glance/tasks")},
+    })
+
+
+def placement(state: State) -> Path:
+    return write(state.etc / "placement" / "placement.conf", {
+        "DEFAULT": {"log_file": str(state.log / "placement.log"), "use_stderr": False},
+        "placement_database": {"connection": db(state, "placement")},
+        "api": {"auth_strategy": "keystone"},
+        "keystone_authtoken": authtoken(state, "placement"),
+    })
+
+
+def nova(state: State, inv_path: Path, host: inventory.HostSpec) -> Path:
+    d = state.etc / "nova"
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "api-paste.ini").write_text((state.venv / "etc/nova/api-paste.ini").read_text())
+    shared = sorted(c for cell in host.cells for c in cell.shared)
+    dedicated = sorted(c for cell in host.cells for c in cell.dedicated)
+    device_spec = [json.dumps(s, sort_keys=True) for s in map(hoststate._derived_device_spec, host.devices) if s]
+    alias = [json.dumps(a, sort_keys=True) for a in inventory.load(str(inv_path)).pci_alias]
+    ini: Ini = {
+        "DEFAULT": {**common(state, "nova"), "host": host.name, "my_ip": HOST,
+                    "compute_driver": "nfvcat_devcloud.InventoryDriver",
+                    "instances_path": str(state.lib / "nova/instances"),
+                    "osapi_compute_workers": 1, "metadata_workers": 1,
+                    "reserved_host_memory_mb": host.reserved_host_memory_mb,
+                    "cpu_allocation_ratio": host.cpu_allocation_ratio,
+                    "ram_allocation_ratio": host.ram_allocation_ratio,
+                    "force_config_drive": False, "mkisofs_cmd": "genisoimage"},
+        "api": {"auth_strategy": "keystone"},
+        "api_database": {"connection": db(state, "nova_api")},
+        "database": {"connection": db(state, "nova")},
+        "keystone_authtoken": authtoken(state, "nova"),
+        "service_user": {**auth(state, "nova"), "send_service_user_token": True},
+        "placement": auth(state, "placement") | {"username": "nova", "password": state.secrets()["nova"]},
+        "neutron": {**auth(state, "neutron") | {"username": "nova", "password": state.secrets()["nova"]},
+                    "service_metadata_proxy": False},
+        "glance": {"api_servers": url("glance"), "region_name": REGION},
+        "compute": {"cpu_shared_set": _cpus(shared), "cpu_dedicated_set": _cpus(dedicated)},
+        "pci": {"device_spec": device_spec, "alias": alias},
+        "filter_scheduler": {"enabled_filters": SCHEDULER_FILTERS, "pci_in_placement": False},
+        "scheduler": {"discover_hosts_in_cells_interval": 5, "workers": 1},
+        "conductor": {"workers": 1},
+        "oslo_concurrency": {"lock_path": str(state.lib / "nova/lock")},
+        "oslo_messaging_notifications": {"driver": "noop"},
+        "wsgi": {"api_paste_config": str(d / "api-paste.ini")},
+        "vnc": {"enabled": False},
+        "os_vif_ovs": {"ovsdb_connection": f"unix:{state.run / 'ovs' / 'db.sock'}"},
+        "cinder": {"catalog_info": "volumev3::publicURL", "os_region_name": REGION},
+    }
+    return _write_multi(d / "nova.conf", ini)
+
+
+def _write_multi(path: Path, ini: Ini) -> Path:
+    """Like write, but list values of multi-valued options (pci device_spec, alias) repeat the key."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    out = []
+    for section, values in ini.items():
+        out.append(f"[{section}]")
+        for key, value in values.items():
+            if isinstance(value, list):
+                out.extend(f"{key} = {v}" for v in value)
+            elif isinstance(value, bool):
+                out.append(f"{key} = {'true' if value else 'false'}")
+            else:
+                out.append(f"{key} = {value}")
+        out.append("")
+    path.write_text("\n".join(out))
+    return path
+
+
+def _cpus(cpus: list[int]) -> str:
+    return ",".join(str(c) for c in cpus)
+
+
+def neutron(state: State, host: inventory.HostSpec) -> dict[str, Path]:
+    d = state.etc / "neutron"
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "api-paste.ini").write_text((state.venv / "etc/neutron/api-paste.ini").read_text())
+    helper = f"{state.venv_bin / 'privsep-helper'}"
+    agent_common = {"root_helper": "", "root_helper_daemon": ""}
+    server = write(d / "neutron.conf", {
+        "DEFAULT": {**common(state, "neutron"), "core_plugin": "ml2", "service_plugins": "qos",
+                    "auth_strategy": "keystone", "api_paste_config": str(d / "api-paste.ini"),
+                    "api_workers": 1, "rpc_workers": 1, "rpc_state_report_workers": 1,
+                    "notify_nova_on_port_status_changes": True, "notify_nova_on_port_data_changes": True,
+                    "allow_overlapping_ips": True, "host": host.name},
+        "database": {"connection": db(state, "neutron")},
+        "keystone_authtoken": authtoken(state, "neutron"),
+        "nova": auth(state, "nova") | {"username": "neutron", "password": state.secrets()["neutron"]},
+        "placement": auth(state, "placement") | {"username": "neutron", "password": state.secrets()["neutron"]},
+        "oslo_concurrency": {"lock_path": str(state.lib / "neutron/lock")},
+        "agent": agent_common,
+        "privsep": {"helper_command": helper},
+    })
+    ml2 = write(d / "ml2_conf.ini", {
+        "ml2": {"type_drivers": "flat,vlan", "tenant_network_types": "", "mechanism_drivers":
+                "openvswitch,sriovnicswitch", "extension_drivers": "port_security,qos"},
+        "ml2_type_vlan": {"network_vlan_ranges": VLAN_RANGES},
+        "ml2_type_flat": {"flat_networks": "*"},
+        "securitygroup": {"firewall_driver": "noop", "enable_security_group": True},
+    })
+    sriov_map = ",".join(f"{d.physnet}:{d.device}" for d in host.devices if d.physnet and d.device)
+    ovs_dir = state.run / "ovs"
+    agent_ini: Ini = {
+        "DEFAULT": {"host": host.name, "transport_url": transport(), "debug": False, "use_stderr": False},
+        "agent": {**agent_common, "tunnel_types": ""},
+        "securitygroup": {"firewall_driver": "noop"},
+        "oslo_concurrency": {"lock_path": str(state.lib / "neutron/lock")},
+    }
+    privsep = {f"privsep{suffix}": {"helper_command": f"{helper}"} for suffix in
+               ("", "_ovs_vsctl", "_link", "_dhcp_release", "_namespace", "_conntrack")}
+    ovs = write(d / "openvswitch_agent.ini", {
+        **agent_ini,
+        "ovs": {"bridge_mappings": ",".join(f"{p}:{b}" for p, b in BRIDGES.items()),
+                "datapath_type": "netdev", "vhostuser_socket_dir": str(state.run / "vhu"),
+                "ovsdb_connection": f"unix:{ovs_dir / 'db.sock'}", "of_listen_address": HOST,
+                "integration_bridge": "br-int"},
+        **privsep,
+    })
+    sriov = write(d / "sriov_agent.ini", {
+        **agent_ini,
+        "sriov_nic": {"physical_device_mappings": sriov_map},
+        **privsep,
+    })
+    return {"server": server, "ml2": ml2, "ovs": ovs, "sriov": sriov}
+
+
+def heat(state: State) -> Path:
+    d = state.etc / "heat"
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "api-paste.ini").write_text((state.venv / "etc/heat/api-paste.ini").read_text())
+    return write(d / "heat.conf", {
+        "DEFAULT": {**common(state, "heat"), "heat_metadata_server_url": url("heat"),
+                    "num_engine_workers": 1, "action_retry_limit": 0,
+                    "region_name_for_services": REGION, "convergence_engine": True,
+                    "max_stacks_per_tenant": 1000, "server_keystone_endpoint_type": "public",
+                    "host": "devcloud"},
+        "database": {"connection": db(state, "heat")},
+        "keystone_authtoken": authtoken(state, "heat"),
+        "trustee": auth(state, "heat"),
+        "clients_keystone": {"auth_uri": url("keystone")},
+        "heat_api": {"workers": 1},
+        "paste_deploy": {"api_paste_config": str(d / "api-paste.ini")},
+        "oslo_messaging_notifications": {"driver": "noop"},
+        "oslo_concurrency": {"lock_path": str(state.lib / "heat/lock")},
+    })
