@@ -15,6 +15,7 @@ import hashlib
 import os
 import re
 import zipfile
+from importlib import resources
 from importlib import util as importlib_util
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ from nfvcat import packaging
 from nfvcat.errors import UserError
 
 PACKAGE_DIRS = ("Definitions", "BaseHOT", "UserData", "Scripts", "Files")
+USER_DATA = "UserData/lcm_user_data.py"  # shipped in nfvcat/data/tacker/ for every entry
 SOL001_FILES = ("etsi_nfv_sol001_common_types.yaml", "etsi_nfv_sol001_vnfd_types.yaml")
 ZIP_TIME = (1980, 1, 1, 0, 0, 0)
 CHANGELOG_MEMBER = "Files/ChangeLog.txt"
@@ -89,6 +91,8 @@ def members(entry_dir: Path, entry: dict[str, Any]) -> dict[str, bytes]:
         member = f"{definitions}/{name}"
         if member not in files:
             files[member] = (sol001_source() / name).read_bytes()
+    if USER_DATA not in files:  # one LCM user data for every package, unless an entry brings its own
+        files[USER_DATA] = resources.files("nfvcat").joinpath("data", "tacker", USER_DATA).read_bytes()
     changelog = entry_dir / "CHANGELOG.md"
     if changelog.is_file():
         files[CHANGELOG_MEMBER] = changelog.read_bytes()
