@@ -13,8 +13,11 @@ SITE_PROFILE = Path("templates") / "site-profile.yaml"
 
 
 def find_root(start: str | None = None) -> Path | None:
-    """The nearest directory at or above ``start`` (default: cwd) holding the catalog directories;
-    else the repository this package is installed from."""
+    """$NFVCAT_CATALOG_DIR if set; else the nearest directory at or above ``start`` (default: cwd) holding
+    the catalog directories; else the repository this package is installed from."""
+    env = os.environ.get("NFVCAT_CATALOG_DIR")
+    if env:
+        return Path(env).resolve()
     here = Path(start or os.getcwd()).resolve()
     for candidate in (here, *here.parents):
         if (candidate / "templates").is_dir() and (candidate / "flavors").is_dir():

@@ -2,25 +2,19 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from nfvcat.catalog import find_root
 from nfvcat.errors import UserError
+from nfvcat.flavors import all_flavors
 
 
 def root() -> Path:
-    env = os.environ.get("NFVCAT_CATALOG_DIR")
-    if env:
-        return Path(env).resolve()
-    here = Path(__file__).resolve()
-    for parent in here.parents:
-        if (parent / "templates" / "heat").is_dir() and (parent / "flavors").is_dir():
-            return parent
-    return Path.cwd()
+    return find_root() or Path.cwd()
 
 
 def _yaml(path: Path) -> Any:
@@ -31,12 +25,7 @@ def _yaml(path: Path) -> Any:
 
 
 def flavors() -> list[dict[str, Any]]:
-    out = []
-    for path in sorted((root() / "flavors").glob("*/flavor.yaml")):
-        data = _yaml(path)
-        if isinstance(data, dict) and data.get("name"):
-            out.append(data)
-    return out
+    return [f.data for f in all_flavors(root()) if f.data.get("name")]
 
 
 @dataclass

@@ -14,7 +14,6 @@ import copy
 import hashlib
 import ipaddress
 import json
-import os
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +21,7 @@ from typing import Any
 
 import yaml
 
+from nfvcat import catalog
 from nfvcat.errors import UserError
 
 NAMESPACE = uuid.UUID("6f1c7c2e-54a4-4a4c-9a53-6e66a7d0d0a0")  # nfvcat day-0 ids (uuid5)
@@ -90,14 +90,7 @@ class Day0:
 
 
 def catalog_root() -> Path:
-    env = os.environ.get("NFVCAT_CATALOG")
-    if env:
-        return Path(env)
-    here = Path(__file__).resolve()
-    for parent in here.parents:
-        if (parent / "templates" / "heat").is_dir() and (parent / "hooks").is_dir():
-            return parent
-    return Path.cwd()
+    return catalog.find_root() or Path.cwd()
 
 
 def find_template(vnf: str) -> Path:
