@@ -57,6 +57,6 @@ def test_entry_readmes_match_their_templates() -> None:
 
 
 def test_entries_are_versioned_against_the_last_release() -> None:
-    """Changed entries are bumped, broken interfaces are major bumps (vs the last git tag, if any)."""
+    """Changed entries are bumped, broken interfaces are major bumps (vs the committed RELEASES.yaml)."""
     proc = nfvcat("versions", "--format", "json")
     assert proc.returncode == 0, proc.stdout + proc.stderr
