@@ -64,13 +64,10 @@ def heat_entry(name: str) -> HeatEntry:
 
 
 def images() -> list[dict[str, Any]]:
-    """Every image some Heat entry needs, once per name."""
-    seen: dict[str, dict[str, Any]] = {}
-    for e in heat_entries():
-        for img in e.meta.get("images") or []:
-            if isinstance(img, dict) and img.get("name"):
-                seen.setdefault(str(img["name"]), img)
-    return list(seen.values())
+    """Every image some entry needs, once per Glance name, resolved to its images/ entry and lock."""
+    from nfvcat.images import refs
+
+    return refs.glance_images(root())
 
 
 def site() -> dict[str, dict[str, Any]]:
