@@ -35,6 +35,8 @@ class Options:
     site: str | None = None
     use_cache: bool = True
     catalog_root: Path | None = None
+    require_signed: bool = False  # an unsigned VNF package is an error (E4006)
+    trust_ca: Path | None = None  # the CA a package's signing certificate must chain to
 
 
 @dataclass
@@ -224,7 +226,8 @@ class Validation:
             params.update(_env_parameters(env))
         params.update(self.options.parameters)
         ctx = Context(site=load_site(site_path, bool(self.options.site)), parameters=params,
-                      flavors=_catalog_flavors(self.root, self.docs), networks=self._catalog_networks())
+                      flavors=_catalog_flavors(self.root, self.docs), networks=self._catalog_networks(),
+                      require_signed=self.options.require_signed, trust_ca=self.options.trust_ca)
         self.timings["read"] = time.monotonic() - t0
 
         # Jobs first, so the workers import Heat, Nova and tosca-parser while the rules run here.

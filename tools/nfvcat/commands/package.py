@@ -22,7 +22,7 @@ from typing import Any
 
 import yaml
 
-from nfvcat import packaging
+from nfvcat import package_images, packaging, signing
 from nfvcat.errors import UserError
 
 PACKAGE_DIRS = ("Definitions", "BaseHOT", "UserData", "Scripts", "Files")
@@ -37,11 +37,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                    description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("entry", help="the vnfd entry directory, e.g. vnfd/vnf-vrouter")
     parser.add_argument("-o", "--output", default=".", help="directory for NAME-VERSION.zip (default: .)")
+    parser.add_argument("--with-image", action="store_true",
+                        help="put the entry's images in the package (Files/images/, from `nfvcat image build`, "
+                        "verified against their locks) with a SwImage artifact, so Tacker uploads them itself")
+    parser.add_argument("--sign-key", metavar="KEY", help="PEM private key: sign the manifest with CMS (SOL004)")
+    parser.add_argument("--sign-cert", metavar="CERT", help="PEM certificate of --sign-key, put in the package")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    path = build(Path(args.entry), Path(args.output))
+    if bool(args.sign_key) != bool(args.sign_cert):
+        raise UserError("--sign-key and --sign-cert go together")
+    signer = signing.load_signer(Path(args.sign_key), Path(args.sign_cert)) if args.sign_key else None
+    path = build(Path(args.entry), Path(args.output), with_image=args.with_image, signer=signer)
     print(path)
     return 0
 
@@ -144,6 +152,8 @@ def tosca_meta(entry: dict[str, Any], manifest_name: str, files: dict[str, bytes
     ]
     if CHANGELOG_MEMBER in files:
         lines.append(f"ETSI-Entry-Change-Log: {CHANGELOG_MEMBER}")
+    if signing.CERT_MEMBER in files:
+        lines.append(f"ETSI-Entry-Certificate: {signing.CERT_MEMBER}")
     return ("\n".join(lines) + "\n").encode()
 
 
@@ -152,21 +162,30 @@ def write_zip(path: Path, files: dict[str, bytes]) -> None:
     with zipfile.ZipFile(tmp, "w") as zf:
         for name in sorted(files):
             info = zipfile.ZipInfo(name, date_time=ZIP_TIME)
-            info.compress_type = zipfile.ZIP_DEFLATED
+            # images are compressed qcow2 already: stored, so Tacker and Glance read them without inflating
+            stored = name.startswith(package_images.IMAGES_DIR + "/")
+            info.compress_type = zipfile.ZIP_STORED if stored else zipfile.ZIP_DEFLATED
             info.external_attr = 0o644 << 16
             info.create_system = 3  # unix, so the permissions above are read back the same everywhere
             zf.writestr(info, files[name], compresslevel=9)
     os.replace(tmp, path)
 
 
-def build(entry_dir: Path, output: Path) -> Path:
+def build(entry_dir: Path, output: Path, with_image: bool = False,
+          signer: tuple[Any, Any] | None = None) -> Path:
     """Build DIR/NAME-VERSION.zip from the vnfd entry; return its path."""
     if not entry_dir.is_dir():
         raise UserError(f"{entry_dir}: not a directory")
     entry = read_entry(entry_dir)
     files = members(entry_dir, entry)
+    if with_image:
+        files.update(package_images.image_members(entry_dir, entry, files))
     manifest_name = f"{entry['name']}.mf"
+    if signer is not None:  # the certificate is a file of the package: the manifest hashes it too
+        files[signing.CERT_MEMBER] = signing.cert_pem(signer[1])
     files[manifest_name] = manifest(entry_dir, entry, files)
+    if signer is not None:
+        files[manifest_name] = signing.sign_manifest(files[manifest_name], *signer)
     files["TOSCA-Metadata/TOSCA.meta"] = tosca_meta(entry, manifest_name, files)
     output.mkdir(parents=True, exist_ok=True)
     path = output / f"{entry['name']}-{entry['version']}.zip"

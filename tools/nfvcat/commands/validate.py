@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from nfvcat import output
 from nfvcat.errors import EXIT_ENGINE, EXIT_FINDINGS, EXIT_OK, UserError
@@ -37,6 +38,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--site", metavar="FILE", help="site profile: which physnet is SR-IOV, which OVS-DPDK")
     p.add_argument("--no-cache", action="store_true", help="run every engine, ignore cached results")
     p.add_argument("--timings", action="store_true", help="print where the time went (stderr)")
+    p.add_argument("--require-signed", action="store_true",
+                   help="a VNF package without a signed manifest is an error (E4006)")
+    p.add_argument("--trust-ca", metavar="FILE",
+                   help="PEM CA certificate(s) a signed package's certificate must chain to (E4006)")
     p.set_defaults(func=run)
 
 
@@ -55,7 +60,8 @@ def run(args: argparse.Namespace) -> int:
         except OSError as exc:
             raise UserError(f"environment file {env}: {exc.strerror}") from None
     options = Options(environments=args.environment, parameters=dict(args.parameter), site=args.site,
-                      use_cache=not args.no_cache)
+                      use_cache=not args.no_cache, require_signed=args.require_signed,
+                      trust_ca=Path(args.trust_ca) if args.trust_ca else None)
     report = validate_paths(args.paths, options)
     if args.format == "json":
         print(output.as_json(report.findings))
