@@ -40,15 +40,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--with-image", action="store_true",
                         help="put the entry's images in the package (Files/images/, from `nfvcat image build`, "
                         "verified against their locks) with a SwImage artifact, so Tacker uploads them itself")
-    parser.add_argument("--sign-key", metavar="KEY", help="PEM private key: sign the manifest with CMS (SOL004)")
-    parser.add_argument("--sign-cert", metavar="CERT", help="PEM certificate of --sign-key, put in the package")
+    signing.add_sign_args(parser)
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    if bool(args.sign_key) != bool(args.sign_cert):
-        raise UserError("--sign-key and --sign-cert go together")
-    signer = signing.load_signer(Path(args.sign_key), Path(args.sign_cert)) if args.sign_key else None
+    signer = signing.signer_from_args(args)
     path = build(Path(args.entry), Path(args.output), with_image=args.with_image, signer=signer)
     print(path)
     return 0

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
-from nfvcat import catalog, releases, versions
+from nfvcat import catalog, release_artifacts, releases, signing, versions
 from nfvcat.errors import EXIT_FINDINGS, EXIT_OK, UserError
+from nfvcat.images import refs
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -21,8 +23,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--root", metavar="DIR", help="catalog root (default: found from the current directory)")
     parser.add_argument("--no-tag", action="store_true", help="write the record only; make no git tag")
+    parser.add_argument("-o", "--output", metavar="DIR",
+                        help="also build the release's artefacts into DIR: every image (NAME-VERSION.qcow2, built "
+                        "or from the cache of its lock) with its CycloneDX SBOM (.cdx.json), every VNF package, "
+                        "and SHA256SUMS")
+    signing.add_sign_args(parser)
     parser.add_argument("--format", choices=("text", "json"), default="text")
     parser.set_defaults(func=run)
+
+
+def _say(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -42,6 +53,15 @@ def run(args: argparse.Namespace) -> int:
                 print(f"{r.entry}: error: {err}")
         print(f"not released: {len(failed)} entries fail `nfvcat versions`")
         return EXIT_FINDINGS
+    artefacts: list[str] = []
+    if args.output:  # first: a build may lock an unreleased image version, which the record then holds
+        signer = signing.signer_from_args(args)
+        artefacts = [str(p) for p in release_artifacts.build_all(root, Path(args.output), _say, signer)]
+    drift = refs.sync(root, write=False)
+    if drift:
+        print("not released: image checksums differ from the image locks in "
+              + ", ".join(str(d.path.relative_to(root)) for d in drift) + " (run `nfvcat docs`)")
+        return EXIT_FINDINGS
     try:
         entries = releases.snapshot(root)
         path, changed, number = releases.write_record(root, entries)
@@ -50,8 +70,10 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(str(exc)) from None
     if args.format == "json":
         print(json.dumps({"record": str(path), "release": number, "changed": changed, "entries": len(entries),
-                          "tags": tags, "not_tagged": why}, indent=2))
+                          "tags": tags, "not_tagged": why, "artefacts": artefacts}, indent=2))
         return EXIT_OK
+    for a in artefacts:
+        print(f"wrote {a}")
     print(f"{path}: release {number}, {len(entries)} entries" + (" (written)" if changed else " (unchanged)"))
     for t in tags:
         print(f"tagged {t}")
