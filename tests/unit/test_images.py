@@ -146,6 +146,8 @@ def test_a_released_image_is_never_silently_changed(cat: Path) -> None:
     (cat / "flavors").mkdir()
     r = recipe.load("demo", cat)
     build.reconcile(_built(r, {"a": "1"}, "a" * 64), None, cat)
+    assert main(["release", "--root", str(cat), "--no-tag"]) == EXIT_FINDINGS  # the entry's checksum drifted
+    refs.sync(cat, write=True)
     assert main(["release", "--root", str(cat), "--no-tag"]) == EXIT_OK
     with pytest.raises(UserError, match=r"is released and this build differs from it \(a 1 -> 2\): wrote the new "
                                         r"image.lock; bump the entry's version"):
@@ -161,3 +163,24 @@ def test_recipe_errors_are_one_line(cat: Path) -> None:
         recipe.load("demo", cat)
     with pytest.raises(UserError, match="no image entry 'nope' \\(known: demo\\)"):
         recipe.load("nope", cat)
+
+
+def test_vnfd_identity_follows_the_version(tmp_path: Path) -> None:
+    from nfvcat import vnfd_ids
+
+    entry = tmp_path / "vnfd" / "v"
+    (entry / "Definitions").mkdir(parents=True)
+    (entry / "entry.yaml").write_text("name: v\nversion: 2.1.0\nkind: vnfd\ndescription: d\n")
+    types = entry / "Definitions" / "types.yaml"
+    types.write_text("node_types:\n  x.V:\n    properties:\n      descriptor_id:\n        type: string\n"
+                     "        constraints: [ valid_values: [ 6f1d8b3e-2a5c-4c1e-9b7a-1d0e5a7c9f21 ] ]\n"
+                     "        default: 6f1d8b3e-2a5c-4c1e-9b7a-1d0e5a7c9f21\n      descriptor_version:\n"
+                     "        type: string\n        constraints: [ valid_values: [ '1.0.0' ] ]\n"
+                     "        default: '1.0.0'\n")
+    assert [d.status for d in vnfd_ids.sync(tmp_path, write=False)] == ["drift"]
+    assert [d.status for d in vnfd_ids.sync(tmp_path, write=True)] == ["updated"]
+    did = vnfd_ids.descriptor_id("v", "2.1.0")
+    assert did != vnfd_ids.descriptor_id("v", "2.1.1")
+    text = types.read_text()
+    assert text.count(did) == 2 and text.count("'2.1.0'") == 2 and "6f1d8b3e" not in text
+    assert vnfd_ids.sync(tmp_path, write=False) == []

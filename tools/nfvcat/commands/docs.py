@@ -9,7 +9,7 @@ import argparse
 import os
 import sys
 
-from nfvcat import catalog, readme_tables
+from nfvcat import catalog, readme_tables, vnfd_ids
 from nfvcat.errors import EXIT_FINDINGS, EXIT_OK, UserError
 from nfvcat.images import refs
 
@@ -71,6 +71,14 @@ def run(args: argparse.Namespace) -> int:
             print(f"{shown}: image checksums differ from the image locks (run `nfvcat docs` to regenerate)")
         else:
             print(f"updated {shown} (image checksums)")
+    ids = vnfd_ids.sync(root, write=not args.check) if root is not None and not args.paths else []
+    for d in ids:
+        shown = os.path.relpath(d.path)
+        if d.status == "drift":
+            failed += 1
+            print(f"{shown}: descriptor_id/descriptor_version are not the entry version's (run `nfvcat docs`)")
+        else:
+            print(f"updated {shown} (descriptor_id, descriptor_version)")
     if args.check and not failed:
         print(f"{len(entries)} README(s) and the image checksums up to date")
     return EXIT_FINDINGS if failed else EXIT_OK
