@@ -121,7 +121,9 @@ def build(recipe: Recipe, say: Say, root: Path | None = None, force: bool = Fals
             new = Lock(recipe.name, recipe.version, recipe.digest(), packages, sha256_of(disk), disk.stat().st_size)
             final = base / cache_key(recipe, new)
             (work / "out" / "lock.json").write_text(json.dumps(new.as_dict(), indent=1))
-            if final.exists():
+            if final.exists():  # a rebuild of the same lock: keep the previous manifest to compare with
+                if (final / "rootfs.sha256").is_file():
+                    shutil.copy(final / "rootfs.sha256", work / "out" / "rootfs.sha256.previous")
                 shutil.rmtree(final)
             os.replace(work / "out", final)
         finally:
@@ -268,7 +270,8 @@ def _build(recipe: Recipe, work: Path, say: Say, t0: float) -> dict[str, str]:
     shutil.move(str(root / "tmp" / "BOOTX64.EFI"), esp_tree / "EFI" / "BOOT" / "BOOTX64.EFI")
     step("clamping timestamps, manifest")
     manifest = _clamp_and_list(root, recipe.source_date_epoch)
-    (out / "rootfs.sha256").write_text(manifest)
+    efi = hashlib.sha256((esp_tree / "EFI" / "BOOT" / "BOOTX64.EFI").read_bytes()).hexdigest()
+    (out / "rootfs.sha256").write_text(manifest + f"ESP {efi} EFI/BOOT/BOOTX64.EFI\n")
     step("ext4 root filesystem (mkfs.ext4 -d), EFI system partition")
     _disk(recipe, work, root, esp_tree, log, env)
     step("qcow2 (qemu-img convert -c)")
