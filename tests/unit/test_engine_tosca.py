@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from nfvcat.commands.package import build
+from nfvcat.packaging.csar import build
 from tests.conftest import ROOT
 
 VROUTER = ROOT / "vnfd" / "vnf-vrouter"

@@ -16,14 +16,16 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from nfvcat import cache, catalog, documents, yamlpos
+from nfvcat import cache, catalog, documents
+from nfvcat.catalog import flavors as catalog_flavors
+from nfvcat.catalog import site as site_profile
+from nfvcat.catalog import units
+from nfvcat.catalog.specs import sol001_specs, spec_str
 from nfvcat.documents import Document
 from nfvcat.errors import UserError
 from nfvcat.findings import Finding, RawFinding
 from nfvcat.rules import all_rules
-from nfvcat.rules.base import Context, Rule, SiteProfile
+from nfvcat.rules.base import Context, Rule
 
 ENGINE_TIMEOUT = float(os.environ.get("NFVCAT_ENGINE_TIMEOUT", "900"))
 
@@ -56,51 +58,9 @@ class _Job:
     result: dict[str, Any] | None = None
 
 
-def load_site(path: Path | None, explicit: bool) -> SiteProfile:
-    if path is None or not path.is_file():
-        if explicit:
-            raise UserError(f"site profile {path}: no such file")
-        return SiteProfile()
-    try:
-        data, _ = yamlpos.load(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yamlpos.DocumentError) as exc:
-        raise UserError(f"site profile {path}: {getattr(exc, 'message', exc)}") from None
-    physnets = data.get("physnets") if isinstance(data, dict) else None
-    if not isinstance(physnets, dict):
-        raise UserError(f"site profile {path}: no 'physnets' mapping")
-    return SiteProfile(str(path), physnets)
-
-
-def _catalog_flavors(root: Path | None, docs: dict[str, Document]) -> dict[str, dict[str, Any]]:
-    out: dict[str, dict[str, Any]] = {}
-    if root is None or not (root / "flavors").is_dir():
-        return out
-    for path in catalog.walk(root / "flavors"):
-        doc = docs.get(str(path.resolve())) or documents.read(str(path))
-        if doc.kind == "flavor" and isinstance(doc.data.get("name"), str):
-            out[doc.data["name"]] = doc.data
-    return out
-
-
 def _env_parameters(env: Document) -> dict[str, Any]:
     params = env.data.get("parameters") if env.kind == "environment" else None
     return dict(params) if isinstance(params, dict) else {}
-
-
-def _pci_aliases(flavor: dict[str, Any]) -> list[str] | None:
-    """``[pci] alias`` entries a catalog flavor's ``host`` section states, as JSON strings for Nova."""
-    host = flavor.get("host")
-    if not isinstance(host, dict):
-        return None
-    flat = host.get("pci_alias")
-    if isinstance(flat, list) and flat:
-        return [a if isinstance(a, str) else json.dumps(a) for a in flat]
-    for holder in (host, host.get("nova_conf"), host.get("nova.conf")):
-        pci = holder.get("pci") if isinstance(holder, dict) else None
-        alias = pci.get("alias") if isinstance(pci, dict) else None
-        if isinstance(alias, list) and alias:
-            return [a if isinstance(a, str) else json.dumps(a) for a in alias]
-    return None
 
 
 def _vnfd_flavors(data: Any, path: tuple[Any, ...] = ()) -> list[tuple[tuple[Any, ...], dict[str, Any]]]:
@@ -108,7 +68,7 @@ def _vnfd_flavors(data: Any, path: tuple[Any, ...] = ()) -> list[tuple[tuple[Any
     found: list[tuple[tuple[Any, ...], dict[str, Any]]] = []
     if isinstance(data, dict):
         for key, value in data.items():
-            if key == "nova_extra_specs" and isinstance(_specs_of(value), dict) and len(path) >= 2:
+            if key == "nova_extra_specs" and sol001_specs(value) is not None and len(path) >= 2:
                 found.append((path + (key,), {}))
             else:
                 found.extend(_vnfd_flavors(value, path + (key,)))
@@ -116,17 +76,6 @@ def _vnfd_flavors(data: Any, path: tuple[Any, ...] = ()) -> list[tuple[tuple[Any
         for i, item in enumerate(data):
             found.extend(_vnfd_flavors(item, path + (i,)))
     return found
-
-
-def _specs_of(value: Any) -> Any:
-    """SOL001 ``compute_requirements`` is a map of strings, so ``nova_extra_specs`` arrives as a JSON or
-    YAML string (heat-translator parses it the same way)."""
-    if isinstance(value, str):
-        try:
-            return yaml.safe_load(value)
-        except yaml.YAMLError:
-            return None
-    return value
 
 
 def _dig(data: Any, path: tuple[Any, ...]) -> Any:
@@ -140,20 +89,12 @@ def _dig(data: Any, path: tuple[Any, ...]) -> Any:
     return data
 
 
-def _mem_mib(value: Any) -> int | None:
-    """'4 GiB' / '512 MB' as MiB."""
-    if isinstance(value, (int, float)):
-        return int(value)
-    parts = str(value).split()
-    if len(parts) != 2:
-        return None
+def _mib(value: Any) -> int | None:
+    """A VNFD memory size in MiB as tacker makes the flavor (a bad one is tosca-parser's finding)."""
     try:
-        number = float(parts[0])
-    except ValueError:
+        return units.tosca_size(value, "MiB")
+    except units.SizeError:
         return None
-    scale = {"b": 1 / 1048576, "kb": 1 / 1024, "kib": 1 / 1024, "mb": 1, "mib": 1, "gb": 1024, "gib": 1024,
-             "tb": 1048576, "tib": 1048576}.get(parts[1].lower())
-    return int(number * scale) if scale else None
 
 
 def _positive(value: Any, default: int) -> int:
@@ -168,7 +109,7 @@ def _string_specs(data: Any, specs: dict[str, Any], params: dict[str, Any]) -> d
     for key, value in specs.items():
         value = hot.resolve(data, value, params)
         if value is not hot.UNRESOLVED and not isinstance(value, (dict, list)):
-            out[str(key)] = str(value).lower() if isinstance(value, bool) else str(value)
+            out[str(key)] = spec_str(value)
     return out
 
 
@@ -217,14 +158,12 @@ class Validation:
         t0 = time.monotonic()
         targets = [self.doc(p) for p in dict.fromkeys(self.paths)]
         envs = [self.doc(p) for p in self.options.environments]
-        site_path = Path(self.options.site) if self.options.site else (
-            self.root / catalog.SITE_PROFILE if self.root else None)
         params: dict[str, Any] = {}
         for env in envs:
             params.update(_env_parameters(env))
         params.update(self.options.parameters)
-        ctx = Context(site=load_site(site_path, bool(self.options.site)), parameters=params,
-                      flavors=_catalog_flavors(self.root, self.docs), networks=self._catalog_networks())
+        ctx = Context(site=site_profile.of_catalog(self.root, self.options.site), parameters=params,
+                      flavors=catalog_flavors.by_name(self.root, self._data), networks=self._catalog_networks())
         self.timings["read"] = time.monotonic() - t0
 
         # Jobs first, so the workers import Heat, Nova and tosca-parser while the rules run here.
@@ -300,12 +239,13 @@ class Validation:
                     self.raw.append((child, replace(raw, message=f"{raw.message} (as used by {' via '.join(here)})")))
             self._check_nested(child, child_ctx, here)
 
-    def _catalog_networks(self) -> dict[str, dict[str, Any]]:
-        def read(path: Path) -> Any:
-            doc = self.doc(str(path))
-            return doc.data if not doc.problems else None
+    def _data(self, path: Path) -> Any:
+        """A catalog file's data as this run reads it; None when it does not read (reported elsewhere)."""
+        doc = self.doc(str(path))
+        return doc.data if not doc.problems else None
 
-        return catalog.provider_networks(self.root, read)
+    def _catalog_networks(self) -> dict[str, dict[str, Any]]:
+        return catalog.provider_networks(self.root, self._data)
 
     def _examples(self, doc: Document) -> list[str]:
         """The example environments of the entry whose main template ``doc`` is (none with -e)."""
@@ -343,18 +283,18 @@ class Validation:
                 "name": str(data.get("name")), "vcpus": _positive(data.get("vcpus"), 1),
                 "ram": _positive(data.get("ram"), 512), "disk": _positive(data.get("disk"), 0),
                 "extra_specs": _string_specs(None, specs, {}),
-                "pci_alias": _pci_aliases(data)}, ("extra_specs",)))
+                "pci_alias": catalog_flavors.pci_aliases(data)}, ("extra_specs",)))
         elif kind in ("tosca", "vnfd", "csar"):
             self.jobs.append(_Job("tosca", doc, {"file": doc.abspath, "kind": kind}))
             if kind == "vnfd":
                 for where, _ in _vnfd_flavors(doc.data):
                     compute = _dig(doc.data, where[:-2]) or {}
                     cpu = _dig(compute, ("virtual_cpu", "num_virtual_cpu"))
-                    mem = _mem_mib(_dig(compute, ("virtual_memory", "virtual_mem_size")))
+                    mem = _mib(_dig(compute, ("virtual_memory", "virtual_mem_size")))
                     self.jobs.append(_Job("nova", doc, {
                         "name": str(where[2]) if len(where) > 2 else "vdu",
                         "vcpus": _positive(cpu, 1), "ram": _positive(mem, 512),
-                        "extra_specs": _string_specs(None, _specs_of(_dig(doc.data, where)) or {}, {})},
+                        "extra_specs": _string_specs(None, sol001_specs(_dig(doc.data, where)) or {}, {})},
                         where))
 
     def _plan_hot_flavors(self, doc: Document, ctx: Context) -> None:

@@ -11,16 +11,10 @@ import argparse
 import sys
 
 from nfvcat import output
+from nfvcat.commands import options
 from nfvcat.errors import EXIT_ENGINE, EXIT_FINDINGS, EXIT_OK, UserError
 from nfvcat.rules import all_rules
 from nfvcat.validate import Options, Report, validate_paths
-
-
-def _param(value: str) -> tuple[str, str]:
-    name, sep, val = value.partition("=")
-    if not sep or not name:
-        raise argparse.ArgumentTypeError(f"expected name=value, got {value!r}")
-    return name, val
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -28,11 +22,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("paths", nargs="*", metavar="PATH",
                    help="files or directories (default: the whole catalog)")
-    p.add_argument("-e", "--environment", action="append", default=[], metavar="ENV",
-                   help="Heat environment file for the templates (repeatable)")
-    p.add_argument("-P", "--parameter", action="append", default=[], type=_param, metavar="NAME=VALUE",
-                   help="template parameter (repeatable)")
-    p.add_argument("--format", choices=("text", "json", "sarif"), default="text")
+    options.add_environments(p, "Heat environment file for the templates (repeatable)")
+    options.add_parameters(p)
+    options.add_format(p, "sarif")
     p.add_argument("--strict", action="store_true", help="warnings fail too")
     p.add_argument("--site", metavar="FILE", help="site profile: which physnet is SR-IOV, which OVS-DPDK")
     p.add_argument("--no-cache", action="store_true", help="run every engine, ignore cached results")

@@ -22,6 +22,7 @@ from typing import Any
 import yaml
 
 from nfvcat import catalog
+from nfvcat.catalog import entries
 from nfvcat.errors import UserError
 
 NAMESPACE = uuid.UUID("6f1c7c2e-54a4-4a4c-9a53-6e66a7d0d0a0")  # nfvcat day-0 ids (uuid5)
@@ -89,23 +90,18 @@ class Day0:
         return data
 
 
-def catalog_root() -> Path:
-    return catalog.find_root() or Path.cwd()
-
-
 def find_template(vnf: str) -> Path:
     """A VNF is a catalog entry name (``vnf-ipsec-gw``, or ``ipsec-gw``), an entry directory or a template."""
     p = Path(vnf)
     if p.is_file():
         return p
-    root = catalog_root() / "templates" / "heat"
-    for cand in (p, root / vnf, root / f"vnf-{vnf}"):
-        if cand.is_dir() and (cand / "entry.yaml").is_file():
-            entry = yaml.safe_load((cand / "entry.yaml").read_text())
-            tpl = cand / str(entry.get("template", ""))
-            if tpl.is_file():
-                return tpl
-    raise UserError(f"no catalog VNF or template {vnf!r} (looked in {root})")
+    root = catalog.require_root()
+    try:
+        return entries.find(root, vnf, "heat").template
+    except UserError:
+        if p.is_dir() or vnf.startswith("vnf-"):
+            raise
+        return entries.find(root, f"vnf-{vnf}", "heat").template
 
 
 def generated_mac(seed: str) -> str:
