@@ -10,10 +10,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from nfvcat import output
 from nfvcat.errors import EXIT_ENGINE, EXIT_FINDINGS, EXIT_OK, UserError
 from nfvcat.rules import all_rules
-from nfvcat.validate import Options, Report, validate_paths
+from nfvcat.validation import report as output
+from nfvcat.validation.pipeline import Options, Report, validate_paths
 
 
 def _param(value: str) -> tuple[str, str]:
