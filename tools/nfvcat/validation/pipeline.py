@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -69,12 +70,12 @@ def load_site(path: Path | None, explicit: bool) -> SiteProfile:
     return SiteProfile(str(path), physnets)
 
 
-def _catalog_flavors(root: Path | None, docs: dict[str, Document]) -> dict[str, dict[str, Any]]:
+def _catalog_flavors(root: Path | None, read: Callable[[str], Document]) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     if root is None or not (root / "flavors").is_dir():
         return out
     for path in catalog.walk(root / "flavors"):
-        doc = docs.get(str(path.resolve())) or documents.read(str(path))
+        doc = read(str(path))
         if doc.kind == "flavor" and isinstance(doc.data.get("name"), str):
             out[doc.data["name"]] = doc.data
     return out
@@ -86,9 +87,11 @@ def _env_parameters(env: Document) -> dict[str, Any]:
 
 
 class Validation:
-    def __init__(self, paths: list[str], options: Options, executor: Executor | None = None):
+    def __init__(self, paths: list[str], options: Options, executor: Executor | None = None,
+                 reader: Callable[[str], Document] = documents.read):
         self.options = options
         self.executor = executor or OneShotExecutor()
+        self.reader = reader
         self.root = options.catalog_root or catalog.find_root()
         self.catalog_mode = not paths
         self.docs: dict[str, Document] = {}
@@ -124,7 +127,7 @@ class Validation:
     def doc(self, path: str) -> Document:
         key = os.path.abspath(path)
         if key not in self.docs:
-            self.docs[key] = documents.read(path)
+            self.docs[key] = self.reader(path)
         return self.docs[key]
 
     def run(self) -> Report:
@@ -138,7 +141,7 @@ class Validation:
             params.update(_env_parameters(env))
         params.update(self.options.parameters)
         ctx = Context(site=load_site(site_path, bool(self.options.site)), parameters=params,
-                      flavors=_catalog_flavors(self.root, self.docs), networks=self._catalog_networks())
+                      flavors=_catalog_flavors(self.root, self.doc), networks=self._catalog_networks())
         self.timings["read"] = time.monotonic() - t0
 
         # Jobs first, so the workers import Heat, Nova and tosca-parser while the rules run here.
@@ -303,5 +306,8 @@ class Validation:
         return Finding(shown, line, col, raw.rule_id, raw.message, raw.engine)
 
 
-def validate_paths(paths: list[str], options: Options | None = None, executor: Executor | None = None) -> Report:
-    return Validation(list(paths), options or Options(), executor).run()
+def validate_paths(paths: list[str], options: Options | None = None, executor: Executor | None = None,
+                   reader: Callable[[str], Document] = documents.read) -> Report:
+    """Validate files (the whole catalog when none), engines in one-shot workers unless an executor is given;
+    ``reader`` reads a document (the engine server's keeps parsed documents between calls)."""
+    return Validation(list(paths), options or Options(), executor, reader).run()
