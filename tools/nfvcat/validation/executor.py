@@ -122,6 +122,7 @@ class Worker:
         self.proc: subprocess.Popen[bytes] | None = None
         self.started = 0.0
         self.restarts = 0
+        self.busy = False  # a request is with the worker
 
     def ensure(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
@@ -147,11 +148,14 @@ class Worker:
             try:
                 proc.stdin.write(_request(payloads))
                 proc.stdin.flush()
+                self.busy = True
                 line = self._readline(proc, timeout)
             except (BrokenPipeError, EngineUnavailable) as exc:
-                self.kill()
+                self.kill()  # restarted by the next request
                 reason = str(exc) if isinstance(exc, EngineUnavailable) else "worker exited"
                 raise EngineUnavailable(f"{reason}; {self._log_tail()}") from None
+            finally:
+                self.busy = False
             return _results(line, len(payloads))
 
     def _readline(self, proc: subprocess.Popen[bytes], timeout: float) -> bytes:
