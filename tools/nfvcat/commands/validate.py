@@ -11,10 +11,9 @@ import argparse
 import sys
 
 from nfvcat.errors import EXIT_ENGINE, EXIT_FINDINGS, EXIT_OK, UserError
-from nfvcat.rules import all_rules
 from nfvcat.validation import client
 from nfvcat.validation import report as output
-from nfvcat.validation.pipeline import Options, Report, validate_paths
+from nfvcat.validation.model import Options, Report
 
 
 def _param(value: str) -> tuple[str, str]:
@@ -64,10 +63,14 @@ def run(args: argparse.Namespace) -> int:
     if not (args.no_server or client.disabled()):
         report = client.validate(args.paths, options)
     if report is None:
+        from nfvcat.validation.pipeline import validate_paths
+
         report = validate_paths(args.paths, options)
     if args.format == "json":
         print(output.as_json(report.findings))
     elif args.format == "sarif":
+        from nfvcat.rules import all_rules
+
         print(output.sarif(report.findings, all_rules()))
     else:
         print(output.text(report.findings, report.files))

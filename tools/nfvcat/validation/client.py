@@ -108,7 +108,7 @@ def validate(paths: list[str], options: Any) -> Any:
     """A pipeline Report through the server, or None when the server cannot be used."""
     from nfvcat.errors import UserError
     from nfvcat.validation.executor import engine_timeout
-    from nfvcat.validation.pipeline import Report
+    from nfvcat.validation.model import Report
 
     site = site_for(options.site, options.catalog_root)
     message = {"op": "validate", "fingerprint": fingerprint(site), "cwd": os.getcwd(), "paths": list(paths),

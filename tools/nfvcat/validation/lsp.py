@@ -52,7 +52,8 @@ def diagnostic(finding: Finding, lines: list[str]) -> types.Diagnostic:
 def validate_file(path: str) -> list[Finding]:
     """The findings ``nfvcat validate PATH`` prints, through the engine server when it can be used."""
     from nfvcat.validation import client
-    from nfvcat.validation.pipeline import Options, validate_paths
+    from nfvcat.validation.model import Options
+    from nfvcat.validation.pipeline import validate_paths
 
     options = Options()
     report = None if client.disabled() else client.validate([path], options)

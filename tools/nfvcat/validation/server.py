@@ -215,7 +215,8 @@ class Server:
                     threading.Thread(target=self.pool.start, args=(list(self.pool.workers),), daemon=True).start()
 
     def _validate(self, request: dict[str, Any]) -> dict[str, Any]:
-        from nfvcat.validation.pipeline import Options, validate_paths
+        from nfvcat.validation.model import Options
+        from nfvcat.validation.pipeline import validate_paths
 
         opts = request.get("options") or {}
         options = Options(environments=list(opts.get("environments") or []),
