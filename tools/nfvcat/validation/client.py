@@ -7,13 +7,11 @@ skips the server altogether.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import socket
 import subprocess
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
 from nfvcat.validation.server import fingerprint, private_dir, receive, send, site_for, socket_path
@@ -81,27 +79,16 @@ def start(site: str | None = None, idle: float | None = None) -> dict[str, Any] 
 
 def stop(timeout: float = 20) -> int | None:
     """Stop the running server and wait until it is gone; its pid, or None when none ran."""
+    from nfvcat.devcloud.procs import alive
+
     reply = request({"op": "stop"}, 10)
     if not reply:
         return None
     pid = int(reply.get("stopped", 0))
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and pid and _alive(pid):
+    while time.monotonic() < deadline and pid and alive(pid):
         time.sleep(0.02)
     return pid
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    with contextlib.suppress(OSError):  # a zombie (our own child, not yet reaped) is gone
-        if Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1].startswith("Z"):
-            return False
-    return True
 
 
 def validate(paths: list[str], options: Any) -> Any:
