@@ -57,15 +57,21 @@ def start(site: str | None = None, idle: float | None = None) -> dict[str, Any] 
     current = status()
     if current is not None:
         return current
-    d = private_dir()
+    try:
+        d = private_dir()
+    except OSError:  # no private directory to be had (a read-only cache, another user's): in-process
+        return None
     args = [sys.executable, "-m", "nfvcat.validation.server"]
     if site:
         args += ["--site", site]
     if idle is not None:
         args += ["--idle", str(idle)]
-    with open(d / "server.log", "ab") as log:
-        proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=log, stderr=log, cwd="/",
-                                start_new_session=True, close_fds=True)
+    try:
+        with open(d / "server.log", "ab") as log:
+            proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=log, stderr=log, cwd="/",
+                                    start_new_session=True, close_fds=True)
+    except OSError:
+        return None
     deadline = time.monotonic() + START_TIMEOUT
     while time.monotonic() < deadline:
         current = status()
