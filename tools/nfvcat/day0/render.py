@@ -130,7 +130,7 @@ def _heat() -> None:
                 warnings.simplefilter("ignore")
                 from nfvcat.engines import heat
 
-                heat.setup()
+                heat.offline_context()
         finally:
             logging.disable(previous)
         _heat_ready.append(True)
@@ -177,9 +177,9 @@ def render(vnf: str, environments: list[str] | None = None, parameters: dict[str
             raise UserError(f"{path.name}: parameters the day-0 data needs have no value: {', '.join(missing)} "
                             "(give them with -e or -P)")
         if unset:  # parameters day 0 does not depend on (networks, say): any valid value
-            from nfvcat.engines.heat import _placeholder
+            from nfvcat.engines.heat import placeholder
 
-            env_params.update({n: _placeholder(s) for n, s in unset.items()})
+            env_params.update({n: placeholder(s) for n, s in unset.items()})
             tmpl = template.Template(tpl, files=files, env=environment.Environment(env))
             stk = stack.Stack(_heat_state(), "nfvcat-day0", tmpl)
         stk.parameters.validate(validate_value=True)
@@ -254,7 +254,7 @@ def _params_used(props: dict[str, Any], resources: dict[str, Any], conditions: d
 def _heat_state() -> Any:
     from nfvcat.engines import heat
 
-    return heat._state["ctx"]
+    return heat.offline_context()
 
 
 def _replace_get_attr(node: Any, attrs: dict[str, Any], where: str) -> Any:

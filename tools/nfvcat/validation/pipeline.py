@@ -1,61 +1,33 @@
-"""``nfvcat validate``: read documents, run the in-process rules, hand the rest to the engines.
+"""Validation as a pipeline: read the documents -> each engine plans its jobs for each document
+(``engines.<name>.jobs``) while the in-process rules run -> an executor runs the jobs not cached -> the
+findings are located (key path to file:line:col) -> a Report, which ``report`` renders.
 
 Engines run as worker processes in parallel (Heat and Nova cannot share one), only those the documents
-need, and only for jobs whose result is not cached.
+need, and only for jobs whose result is not cached; the executor is either one-shot workers or the engine
+server's persistent ones (``executor``).
 """
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
 import threading
 import time
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from nfvcat import cache, catalog, documents
 from nfvcat.catalog import flavors as catalog_flavors
 from nfvcat.catalog import site as site_profile
-from nfvcat.catalog import units
-from nfvcat.catalog.specs import sol001_specs, spec_str
 from nfvcat.documents import Document
+from nfvcat.engines.jobs import EngineJob, JobContext, plan
 from nfvcat.errors import UserError
 from nfvcat.findings import Finding, RawFinding
 from nfvcat.rules import all_rules
 from nfvcat.rules.base import Context, Rule
-
-ENGINE_TIMEOUT = float(os.environ.get("NFVCAT_ENGINE_TIMEOUT", "900"))
-
-
-@dataclass
-class Options:
-    environments: list[str] = field(default_factory=list)
-    parameters: dict[str, str] = field(default_factory=dict)
-    site: str | None = None
-    use_cache: bool = True
-    catalog_root: Path | None = None
-
-
-@dataclass
-class Report:
-    findings: list[Finding]
-    files: int
-    timings: dict[str, float] = field(default_factory=dict)
-    jobs: dict[str, int] = field(default_factory=dict)
-    cache_hits: int = 0
-    engine_failed: bool = False
-
-
-@dataclass
-class _Job:
-    engine: str
-    doc: Document
-    payload: dict[str, Any]
-    prefix: tuple[Any, ...] = ()
-    result: dict[str, Any] | None = None
+from nfvcat.validation.executor import EngineUnavailable, Executor, OneShotExecutor
+from nfvcat.validation.model import Options, Report
 
 
 def _env_parameters(env: Document) -> dict[str, Any]:
@@ -63,64 +35,17 @@ def _env_parameters(env: Document) -> dict[str, Any]:
     return dict(params) if isinstance(params, dict) else {}
 
 
-def _vnfd_flavors(data: Any, path: tuple[Any, ...] = ()) -> list[tuple[tuple[Any, ...], dict[str, Any]]]:
-    """(path of nova_extra_specs, its virtual_compute properties) for every Vdu in a SOL001 VNFD."""
-    found: list[tuple[tuple[Any, ...], dict[str, Any]]] = []
-    if isinstance(data, dict):
-        for key, value in data.items():
-            if key == "nova_extra_specs" and sol001_specs(value) is not None and len(path) >= 2:
-                found.append((path + (key,), {}))
-            else:
-                found.extend(_vnfd_flavors(value, path + (key,)))
-    elif isinstance(data, list):
-        for i, item in enumerate(data):
-            found.extend(_vnfd_flavors(item, path + (i,)))
-    return found
-
-
-def _dig(data: Any, path: tuple[Any, ...]) -> Any:
-    for key in path:
-        if isinstance(data, dict):
-            data = data.get(key)
-        elif isinstance(data, list) and isinstance(key, int) and key < len(data):
-            data = data[key]
-        else:
-            return None
-    return data
-
-
-def _mib(value: Any) -> int | None:
-    """A VNFD memory size in MiB as tacker makes the flavor (a bad one is tosca-parser's finding)."""
-    try:
-        return units.tosca_size(value, "MiB")
-    except units.SizeError:
-        return None
-
-
-def _positive(value: Any, default: int) -> int:
-    """A size for Nova's objects; a bad one is reported by E2004, Nova gets the default."""
-    return value if isinstance(value, int) and not isinstance(value, bool) and 0 < value < 2**31 else default
-
-
-def _string_specs(data: Any, specs: dict[str, Any], params: dict[str, Any]) -> dict[str, str]:
-    from nfvcat import hot
-
-    out = {}
-    for key, value in specs.items():
-        value = hot.resolve(data, value, params)
-        if value is not hot.UNRESOLVED and not isinstance(value, (dict, list)):
-            out[str(key)] = spec_str(value)
-    return out
-
-
 class Validation:
-    def __init__(self, paths: list[str], options: Options):
+    def __init__(self, paths: list[str], options: Options, executor: Executor | None = None,
+                 reader: Callable[[str], Document] = documents.read):
         self.options = options
+        self.executor = executor or OneShotExecutor()
+        self.reader = reader
         self.root = options.catalog_root or catalog.find_root()
         self.catalog_mode = not paths
         self.docs: dict[str, Document] = {}
         self.raw: list[tuple[Document, RawFinding]] = []
-        self.jobs: list[_Job] = []
+        self.jobs: list[EngineJob] = []
         self.timings: dict[str, float] = {}
         self.rules = all_rules()
         self.blocking = {r.id for r in self.rules if r.blocks_engines}
@@ -151,7 +76,7 @@ class Validation:
     def doc(self, path: str) -> Document:
         key = os.path.abspath(path)
         if key not in self.docs:
-            self.docs[key] = documents.read(path)
+            self.docs[key] = self.reader(path)
         return self.docs[key]
 
     def run(self) -> Report:
@@ -170,16 +95,21 @@ class Validation:
         t1 = time.monotonic()
         checked = [doc for doc in dict.fromkeys(targets + envs) if self._prepare(doc, ctx)]
         pending, hits = self._lookup()
-        procs = {name: self._spawn(name) for name in pending}
-        blocked = {doc for doc in checked if self._rules(doc, ctx)}
-        self.timings["rules"] = time.monotonic() - t1
-        self.jobs = [job for job in self.jobs if job.doc not in blocked]
-        threads = [threading.Thread(target=self._engine, daemon=True, args=(
-            name, [(k, j) for k, j in batch if j.doc not in blocked], procs[name])) for name, batch in pending.items()]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        for name in pending:
+            self.spawned[name] = time.monotonic()
+        try:
+            self.executor.start(list(pending))
+            blocked = {doc for doc in checked if self._rules(doc, ctx)}
+            self.timings["rules"] = time.monotonic() - t1
+            self.jobs = [job for job in self.jobs if job.doc not in blocked]
+            threads = [threading.Thread(target=self._engine, daemon=True, args=(
+                name, [(k, j) for k, j in batch if j.doc not in blocked])) for name, batch in pending.items()]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+        finally:
+            self.executor.close()
         findings = sorted(set(self._locate()))
         self.timings["total"] = time.monotonic() - t0
         jobs: dict[str, int] = {}
@@ -201,7 +131,8 @@ class Validation:
                     "E0007", (), "not a HOT template, Heat environment, TOSCA template, SOL001 VNFD, CSAR, "
                     "cloud-config, or catalog entry/flavor/site profile/inventory")))
             return False
-        self._plan_jobs(doc, ctx, self._examples(doc))
+        self.jobs.extend(plan(doc, JobContext(ctx, self.options.environments, self.options.parameters,
+                                              self._examples(doc))))
         return True
 
     def _rules(self, doc: Document, ctx: Context) -> bool:
@@ -265,57 +196,11 @@ class Validation:
         except Exception as exc:  # a rule bug must not hide the others' findings
             return [RawFinding("E0009", (), f"rule {rule.id} failed: {type(exc).__name__}: {exc}")]
 
-    def _plan_jobs(self, doc: Document, ctx: Context, examples: list[str]) -> None:
-        kind = doc.kind
-        if kind == "hot":
-            env_sets = [[ex] for ex in examples] or [[os.path.abspath(e) for e in self.options.environments]]
-            for envs in env_sets:
-                self.jobs.append(_Job("heat", doc, {"file": doc.abspath, "environments": envs,
-                                                    "parameters": self.options.parameters}))
-            self._plan_hot_flavors(doc, ctx)
-        elif kind == "environment":
-            self.jobs.append(_Job("heat", doc, {"file": doc.abspath, "kind": "environment"}))
-        elif kind == "flavor":
-            data = doc.data
-            specs = data.get("extra_specs")
-            specs = specs if isinstance(specs, dict) else {}
-            self.jobs.append(_Job("nova", doc, {
-                "name": str(data.get("name")), "vcpus": _positive(data.get("vcpus"), 1),
-                "ram": _positive(data.get("ram"), 512), "disk": _positive(data.get("disk"), 0),
-                "extra_specs": _string_specs(None, specs, {}),
-                "pci_alias": catalog_flavors.pci_aliases(data)}, ("extra_specs",)))
-        elif kind in ("tosca", "vnfd", "csar"):
-            self.jobs.append(_Job("tosca", doc, {"file": doc.abspath, "kind": kind}))
-            if kind == "vnfd":
-                for where, _ in _vnfd_flavors(doc.data):
-                    compute = _dig(doc.data, where[:-2]) or {}
-                    cpu = _dig(compute, ("virtual_cpu", "num_virtual_cpu"))
-                    mem = _mib(_dig(compute, ("virtual_memory", "virtual_mem_size")))
-                    self.jobs.append(_Job("nova", doc, {
-                        "name": str(where[2]) if len(where) > 2 else "vdu",
-                        "vcpus": _positive(cpu, 1), "ram": _positive(mem, 512),
-                        "extra_specs": _string_specs(None, sol001_specs(_dig(doc.data, where)) or {}, {})},
-                        where))
-
-    def _plan_hot_flavors(self, doc: Document, ctx: Context) -> None:
-        from nfvcat import hot
-
-        for name, body in hot.resources(doc.data, "OS::Nova::Flavor"):
-            p = hot.props(body)
-            specs = p.get("extra_specs")
-            specs = specs if isinstance(specs, dict) else {}
-            vcpus = hot.resolve(doc.data, p.get("vcpus"), ctx.parameters)
-            ram = hot.resolve(doc.data, p.get("ram"), ctx.parameters)
-            self.jobs.append(_Job("nova", doc, {
-                "name": name, "vcpus": _positive(vcpus, 1), "ram": _positive(ram, 512),
-                "extra_specs": _string_specs(doc.data, specs, ctx.parameters)},
-                ("resources", name, "properties", "extra_specs")))
-
     # -- engines --------------------------------------------------------------------------------
-    def _lookup(self) -> tuple[dict[str, list[tuple[str, _Job]]], int]:
+    def _lookup(self) -> tuple[dict[str, list[tuple[str, EngineJob]]], int]:
         """Cached results into their jobs; the rest by engine, with their cache keys."""
         hits = 0
-        pending: dict[str, list[tuple[str, _Job]]] = {}
+        pending: dict[str, list[tuple[str, EngineJob]]] = {}
         for job in self.jobs:
             key = cache.job_key(job.engine, job.payload)
             cached = cache.get(key) if self.options.use_cache else None
@@ -326,45 +211,12 @@ class Validation:
                 pending.setdefault(job.engine, []).append((key, job))
         return pending, hits
 
-    def _spawn(self, name: str) -> subprocess.Popen[bytes] | str:
-        """Start an engine's worker; it loads its engine at once and then waits for its jobs."""
-        self.spawned[name] = time.monotonic()
-        try:
-            return subprocess.Popen([sys.executable, "-m", f"nfvcat.engines.{name}"], stdin=subprocess.PIPE,
-                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                    env=dict(os.environ, PYTHONWARNINGS="ignore"))
-        except OSError as exc:
-            return str(exc)
-
-    def _engine(self, name: str, batch: list[tuple[str, _Job]], proc: subprocess.Popen[bytes] | str) -> None:
+    def _engine(self, name: str, batch: list[tuple[str, EngineJob]]) -> None:
         t0 = self.spawned.get(name, time.monotonic())
-        if not batch and not isinstance(proc, str):  # every job's document was blocked by a rule
-            proc.kill()
-            proc.wait()
-            return
-        payload = json.dumps([job.payload for _, job in batch])
-        results: list[Any] | None = None
-        error = proc if isinstance(proc, str) else ""
-        if not isinstance(proc, str):
-            try:
-                out, err = proc.communicate(payload.encode(), timeout=ENGINE_TIMEOUT)
-                if proc.returncode == 0:
-                    results = json.loads(out)
-                else:
-                    lines = [ln for ln in err.decode(errors="replace").splitlines() if ln.strip()]
-                    error = lines[-1] if lines else f"exit code {proc.returncode}"
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.communicate()
-                error = f"timed out after {ENGINE_TIMEOUT:.0f} s"
-            except ValueError as exc:
-                error = f"unreadable output: {exc}"
-            finally:
-                if proc.poll() is None:
-                    proc.kill()
-                    proc.wait()
-        if not isinstance(results, list) or len(results) != len(batch):
-            message = f"{name} engine did not run: {error or 'bad result count'}"
+        try:
+            results = self.executor.run_jobs(name, [job.payload for _, job in batch])
+        except EngineUnavailable as exc:
+            message = f"{name} engine did not run: {exc}"
             results = [{"findings": [{"id": "E0009", "path": [], "message": message, "engine": name}]}
                        for _ in batch]
         else:
@@ -373,7 +225,8 @@ class Validation:
                     cache.put(key, result)
         for (_, job), result in zip(batch, results, strict=True):
             job.result = result
-        self.timings[f"engine {name}"] = time.monotonic() - t0
+        if batch:
+            self.timings[f"engine {name}"] = time.monotonic() - t0
 
     # -- mapping paths to lines -----------------------------------------------------------------
     def _locate(self) -> list[Finding]:
@@ -401,5 +254,8 @@ class Validation:
         return Finding(shown, line, col, raw.rule_id, raw.message, raw.engine)
 
 
-def validate_paths(paths: list[str], options: Options | None = None) -> Report:
-    return Validation(list(paths), options or Options()).run()
+def validate_paths(paths: list[str], options: Options | None = None, executor: Executor | None = None,
+                   reader: Callable[[str], Document] = documents.read) -> Report:
+    """Validate files (the whole catalog when none), engines in one-shot workers unless an executor is given;
+    ``reader`` reads a document (the engine server's keeps parsed documents between calls)."""
+    return Validation(list(paths), options or Options(), executor, reader).run()
