@@ -65,7 +65,7 @@ def test_a_file_that_is_not_the_locked_image_is_never_uploaded(cat: Path, cloud:
     bad = tmp_path / "bad.qcow2"
     bad.write_bytes(b"not the image")
     with pytest.raises(UserError) as err:
-        onboarding.images(conn, None, {"demo-1.0.0": bad}, False, print)
+        onboarding.images(conn, cat, None, {"demo-1.0.0": bad}, False, print)
     assert err.value.exit_code == EXIT_FINDINGS
     assert f"has sha256 {hashlib.sha256(b'not the image').hexdigest()}, images/demo 1.0.0 is" in str(err.value)
     assert "not uploaded" in str(err.value) and _glance_calls(m) == []
@@ -75,21 +75,21 @@ def test_an_image_that_was_never_built_has_nothing_to_verify_against(cat: Path, 
     m, conn = cloud
     (cat / "images" / "demo" / "image.lock").unlink()
     with pytest.raises(UserError, match="has no lock, so no sha256 to verify"):
-        onboarding.images(conn, None, {"demo": cat / "images" / "demo" / "files" / "motd"}, False, print)
+        onboarding.images(conn, cat, None, {"demo": cat / "images" / "demo" / "files" / "motd"}, False, print)
     assert _glance_calls(m) == []
 
 
 def test_without_image_options_a_missing_build_is_an_error(cat: Path, cloud: Any) -> None:
     m, conn = cloud
     with pytest.raises(UserError, match=r"image demo-1.0.0: not built: run `nfvcat image build demo`"):
-        onboarding.images(conn, None, {}, True, print)
+        onboarding.images(conn, cat, None, {}, True, print)
     assert _glance_calls(m) == []
 
 
 def test_unknown_image_option(cat: Path, cloud: Any) -> None:
     _, conn = cloud
     with pytest.raises(UserError, match="no catalog image of that name") as err:
-        onboarding.images(conn, None, {"nfvcat-debian12-vnf": cat / "x"}, False, print)
+        onboarding.images(conn, cat, None, {"nfvcat-debian12-vnf": cat / "x"}, False, print)
     assert err.value.exit_code == EXIT_USAGE
 
 
@@ -106,7 +106,7 @@ def test_the_verified_file_is_uploaded(cat: Path, cloud: Any) -> None:
     m.post(GLANCE + "/v2/images", status_code=201, json=image)
     m.put(GLANCE + f"/v2/images/{IMAGE_ID}/file", status_code=204)
     m.get(GLANCE + f"/v2/images/{IMAGE_ID}", json=active)
-    actions = onboarding.images(conn, None, {"demo": motd}, False, lambda _msg: None)
+    actions = onboarding.images(conn, cat, None, {"demo": motd}, False, lambda _msg: None)
     assert [(a.verb, a.name) for a in actions] == [("create", "demo-1.0.0")]
     assert "(verified)" in actions[0].detail
     uploads = [r for r in m.request_history if r.method == "PUT" and r.path.endswith("/file")]

@@ -10,8 +10,8 @@ import pytest
 
 from nfvcat import signing
 from nfvcat.cli import main
-from nfvcat.commands.package import build
 from nfvcat.errors import EXIT_USAGE
+from nfvcat.packaging.csar import build
 from tests.conftest import ROOT, findings_of
 
 MAKE = runpy.run_path(str(ROOT / "tests" / "fixtures" / "rules" / "E4006" / "make.py"))

@@ -54,8 +54,7 @@ def sha256sums(out: Path) -> Path:
 
 def build_all(root: Path, out: Path, say: Say, signer: tuple[Any, Any] | None = None) -> list[Path]:
     """Images, SBOMs and packages of the catalog under ``out``; returns the files written."""
-    # the CSAR builder still lives in its command module (issue 9 moves it into the library)
-    from nfvcat.commands.package import build as package
+    from nfvcat.packaging.csar import build as package
 
     written: list[Path] = []
     (out / "images").mkdir(parents=True, exist_ok=True)

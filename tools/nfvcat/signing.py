@@ -23,18 +23,6 @@ BEGIN, END = "-----BEGIN CMS-----", "-----END CMS-----"
 CERT_MEMBER = "Files/Certificates/signing.crt"
 
 
-def add_sign_args(parser: Any) -> None:
-    """--sign-key and --sign-cert, for every command that builds packages."""
-    parser.add_argument("--sign-key", metavar="KEY", help="PEM private key: sign the manifest with CMS (SOL004)")
-    parser.add_argument("--sign-cert", metavar="CERT", help="PEM certificate of --sign-key, put in the package")
-
-
-def signer_from_args(args: Any) -> tuple[Any, Any] | None:
-    if bool(args.sign_key) != bool(args.sign_cert):
-        raise UserError("--sign-key and --sign-cert go together")
-    return load_signer(Path(args.sign_key), Path(args.sign_cert)) if args.sign_key else None
-
-
 def _spki(public_key: Any) -> bytes:
     from cryptography.hazmat.primitives import serialization
 

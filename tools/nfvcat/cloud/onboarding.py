@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from nfvcat.cloud import catalog
+from nfvcat.catalog import entries
+from nfvcat.catalog import flavors as catalog_flavors
 from nfvcat.cloud.connect import call, cloud_errors
 from nfvcat.cloud.stacks import Stacks, bundle
 from nfvcat.errors import EXIT_ENGINE, EXIT_FINDINGS, UserError
@@ -64,7 +65,7 @@ class GlanceHash:
         return self.cache[algo]
 
 
-def image_file(img: dict[str, Any], image_dir: Path | None, overrides: dict[str, Path]) -> Path | None:
+def image_file(img: dict[str, Any], root: Path, image_dir: Path | None, overrides: dict[str, Path]) -> Path | None:
     """The file to upload for a catalog image: ``--image NAME=FILE`` (NAME the Glance name or the image
     entry), else ``--image-dir``/NAME-VERSION.qcow2, else the build `nfvcat image build` made of its lock."""
     for key in (str(img["name"]), str(img.get("image"))):
@@ -75,7 +76,7 @@ def image_file(img: dict[str, Any], image_dir: Path | None, overrides: dict[str,
         return cand if cand.is_file() else None
     from nfvcat.images import build, recipe
 
-    hit = build.cached(recipe.load(str(img["image"]), catalog.root())) if img.get("image") else None
+    hit = build.cached(recipe.load(str(img["image"]), root)) if img.get("image") else None
     return hit.disk if hit is not None else None
 
 
@@ -94,17 +95,19 @@ def verified(img: dict[str, Any], path: Path) -> str:
     return digest
 
 
-def images(conn: Any, image_dir: Path | None, overrides: dict[str, Path], dry_run: bool,
+def images(conn: Any, root: Path, image_dir: Path | None, overrides: dict[str, Path], dry_run: bool,
            say: Any) -> list[Action]:
+    from nfvcat.images import refs
+
     out = []
-    known = catalog.images()
+    known = refs.glance_images(root)
     names = {str(i["name"]) for i in known} | {str(i.get("image")) for i in known}
     unknown = sorted(set(overrides) - names)
     if unknown:
         raise UserError(f"--image {unknown[0]}=...: no catalog image of that name (known: {', '.join(sorted(names))})")
     files: list[tuple[dict[str, Any], Path, str]] = []
     for img in known:  # every file is found and verified before anything is uploaded
-        path = image_file(img, image_dir, overrides)
+        path = image_file(img, root, image_dir, overrides)
         if path is None:
             hint = f"no {img.get('file')} in {image_dir}" if image_dir else "not built"
             raise UserError(f"image {img['name']}: {hint}: run `nfvcat image build {img.get('image')}` or pass "
@@ -162,17 +165,17 @@ def _flavor_fields(f: dict[str, Any]) -> dict[str, Any]:
             "is_public": bool(f.get("is_public", True)), "description": f.get("description")}
 
 
-def flavors(conn: Any, dry_run: bool, only: set[str] | None = None) -> list[Action]:
+def flavors(conn: Any, root: Path, dry_run: bool, only: set[str] | None = None) -> list[Action]:
     api = conn.compute
     existing = {f["name"]: f for f in call(api, "GET", "/flavors/detail?is_public=None", "flavor list",
                                            microversion=FLAVOR_MICROVERSION)["flavors"]}
     out = []
-    for f in catalog.flavors():
-        name = str(f["name"])
+    for flavor in catalog_flavors.all_flavors(root):
+        name = flavor.name
         if only is not None and name not in only:
             continue
-        want = _flavor_fields(f)
-        specs = {str(k): str(v) for k, v in (f.get("extra_specs") or {}).items()}
+        want = _flavor_fields(flavor.data)
+        specs = flavor.specs()
         cur = existing.get(name)
         if cur is not None:
             have = {"vcpus": cur["vcpus"], "ram": cur["ram"], "disk": cur["disk"],
@@ -219,15 +222,15 @@ def flavors(conn: Any, dry_run: bool, only: set[str] | None = None) -> list[Acti
 
 # ---- provider networks (the net-provider entry as a stack) ----------------------------------------------------
 
-def networks(conn: Any, dry_run: bool, say: Any, timeout: float) -> list[Action]:
-    entry = catalog.heat_entry("net-provider")
+def networks(conn: Any, root: Path, dry_run: bool, say: Any, timeout: float) -> list[Action]:
+    entry = entries.find(root, "net-provider", "heat")
     env = entry.example("default")
     b = bundle(entry.template, [env] if env else [])
     digest = hashlib.sha256(repr((b.template, b.files, b.environment)).encode()).hexdigest()[:16]
     tag = f"nfvcat-sha-{digest}"
     stacks = Stacks(conn, say)
     cur = stacks.find(NETWORK_STACK)
-    version = str(entry.meta.get("version", ""))
+    version = entry.version
     if cur is not None:
         full = stacks.get(NETWORK_STACK, cur["id"])
         if tag in (full.get("tags") or []) and full["stack_status"] in ("CREATE_COMPLETE", "UPDATE_COMPLETE"):
@@ -261,23 +264,22 @@ def has_tacker(conn: Any) -> bool:
         return False
 
 
-def vnf_packages(conn: Any, dry_run: bool, say: Any, timeout: float = 60) -> list[Action]:
+def vnf_packages(conn: Any, root: Path, dry_run: bool, say: Any, timeout: float = 60) -> list[Action]:
     """Every vnfd/ entry as a Tacker VNF package (SOL005): built by `nfvcat package`, created, uploaded, waited
     for until ONBOARDED. A package whose userDefinedData carries the same CSAR hash is unchanged."""
     if not has_tacker(conn):
         return [Action("vnf-package", "*", "skip", "the cloud has no nfv-orchestration (Tacker) endpoint")]
     import tempfile
 
-    from nfvcat.commands.package import build
+    from nfvcat.packaging.csar import build
 
     endpoint = conn.session.get_endpoint(service_type="nfv-orchestration", interface="public").rstrip("/")
     base = f"{endpoint}/vnfpkgm/v1/vnf_packages"
     existing = _tacker(conn, "GET", f"{base}?all_fields", "VNF package list")  # userDefinedData is not default
     out = []
     with tempfile.TemporaryDirectory(prefix="nfvcat-csar-") as tmp:
-        vnfd = catalog.root() / "vnfd"
-        entries = sorted(p for p in vnfd.iterdir() if (p / "entry.yaml").is_file()) if vnfd.is_dir() else []
-        for entry in entries:
+        for vnfd in entries.entries(root, "vnfd"):
+            entry = vnfd.dir
             csar = build(entry, Path(tmp))
             digest = file_hash(csar)
             mine = [p for p in existing if (p.get("userDefinedData") or {}).get("nfvcat-entry") == entry.name]

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from typing import Any
 
 from nfvcat import catalog, readme_tables, vnfd_ids
 from nfvcat.errors import EXIT_FINDINGS, EXIT_OK, UserError
@@ -63,22 +64,19 @@ def run(args: argparse.Namespace) -> int:
         elif outcome.status == "updated":
             print(f"{entry.name}: updated {shown}")
     root = catalog.find_root()
-    synced = refs.sync(root, write=not args.check) if root is not None and not args.paths else []
-    for item in synced:
+    generated: list[tuple[str, Any]] = []
+    if root is not None and not args.paths:
+        write = not args.check
+        generated = [("image checksums", x) for x in refs.sync(root, write)]
+        generated += [("descriptor_id, descriptor_version", x) for x in vnfd_ids.sync(root, write)]
+    for what, item in generated:
         shown = os.path.relpath(item.path)
         if item.status == "drift":
             failed += 1
-            print(f"{shown}: image checksums differ from the image locks (run `nfvcat docs` to regenerate)")
+            print(f"{shown}: {what} differ from what the image locks and entry versions give (run `nfvcat docs`)")
         else:
-            print(f"updated {shown} (image checksums)")
-    ids = vnfd_ids.sync(root, write=not args.check) if root is not None and not args.paths else []
-    for d in ids:
-        shown = os.path.relpath(d.path)
-        if d.status == "drift":
-            failed += 1
-            print(f"{shown}: descriptor_id/descriptor_version are not the entry version's (run `nfvcat docs`)")
-        else:
-            print(f"updated {shown} (descriptor_id, descriptor_version)")
+            print(f"updated {shown} ({what})")
     if args.check and not failed:
-        print(f"{len(entries)} README(s) and the image checksums up to date")
+        also = "" if args.paths else "; image checksums and VNFD identities too"
+        print(f"{len(entries)} README(s) up to date{also}")
     return EXIT_FINDINGS if failed else EXIT_OK

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from nfvcat.commands import options
 from nfvcat.errors import EXIT_OK
 from nfvcat.images import build, recipe
 
@@ -25,10 +26,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     b.add_argument("names", nargs="*", metavar="NAME", help="image entries (default: all)")
     b.add_argument("-o", "--output", metavar="DIR", help="also copy each image to DIR/NAME-VERSION.qcow2")
     b.add_argument("--force", action="store_true", help="build even when the cache holds the lock's image")
-    b.add_argument("--format", choices=("text", "json"), default="text")
+    options.add_format(b)
     b.set_defaults(func=run_build)
     ls = sub.add_parser("list", help="image entries, versions, locked sha256 and whether a build is cached")
-    ls.add_argument("--format", choices=("text", "json"), default="text")
+    options.add_format(ls)
     ls.set_defaults(func=run_list)
 
 

@@ -7,7 +7,8 @@ import json
 import sys
 from pathlib import Path
 
-from nfvcat import catalog, release_artifacts, releases, signing, versions
+from nfvcat import catalog, release_artifacts, releases, versions
+from nfvcat.commands import options
 from nfvcat.errors import EXIT_FINDINGS, EXIT_OK, UserError
 from nfvcat.images import refs
 
@@ -27,8 +28,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="also build the release's artefacts into DIR: every image (NAME-VERSION.qcow2, built "
                         "or from the cache of its lock) with its CycloneDX SBOM (.cdx.json), every VNF package, "
                         "and SHA256SUMS")
-    signing.add_sign_args(parser)
-    parser.add_argument("--format", choices=("text", "json"), default="text")
+    options.add_sign(parser)
+    options.add_format(parser)
     parser.set_defaults(func=run)
 
 
@@ -55,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_FINDINGS
     artefacts: list[str] = []
     if args.output:  # first: a build may lock an unreleased image version, which the record then holds
-        signer = signing.signer_from_args(args)
+        signer = options.signer(args)
         artefacts = [str(p) for p in release_artifacts.build_all(root, Path(args.output), _say, signer)]
     drift = refs.sync(root, write=False)
     if drift:

@@ -6,6 +6,7 @@ import argparse
 import json
 
 from nfvcat import catalog, versions
+from nfvcat.commands import options
 from nfvcat.errors import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, UserError
 
 
@@ -23,7 +24,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--against", metavar="REF",
                         help="compare with the record as committed at this git ref (default: the working tree's)")
     parser.add_argument("--root", metavar="DIR", help="catalog root (default: found from the current directory)")
-    parser.add_argument("--format", choices=("text", "json"), default="text")
+    options.add_format(parser)
     parser.add_argument("-v", "--verbose", action="store_true", help="also list unchanged and new entries")
     parser.set_defaults(func=run)
 

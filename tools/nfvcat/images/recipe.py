@@ -16,7 +16,8 @@ from typing import Any
 
 import yaml
 
-from nfvcat import catalog, yamlpos
+from nfvcat import catalog
+from nfvcat.catalog import entries
 from nfvcat.errors import UserError
 
 LOCK_NAME = "image.lock"
@@ -105,10 +106,7 @@ def load(name: str, root: Path | None = None) -> Recipe:
     path = entry_dir / "entry.yaml"
     if not path.is_file():
         raise UserError(f"no image entry '{name}' (known: {', '.join(names(root)) or 'none'})")
-    try:
-        data, _ = yamlpos.load(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yamlpos.DocumentError) as exc:
-        raise _fail(path, f"{getattr(exc, 'message', exc)} (run nfvcat validate)") from None
+    data = entries.load(entry_dir).meta  # the one reader of entry.yaml, schema-checked
     if not isinstance(data, dict) or data.get("kind") != "image" or not isinstance(data.get("recipe"), dict):
         raise _fail(path, "not an image entry (kind: image with a recipe; run nfvcat validate)")
     r = data["recipe"]
