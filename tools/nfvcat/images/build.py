@@ -311,6 +311,10 @@ def _configure(recipe: Recipe, root: Path, log: Path, env: dict[str, str]) -> No
               "etc/ssh/sshd_config.d/.keep", "var/cache/debconf/templates.dat-old",
               "var/cache/debconf/config.dat-old"):
         (root / p).unlink(missing_ok=True)
+    partial = root / "var" / "cache" / "apt" / "archives" / "partial"  # came from the host's .deb cache
+    if partial.is_dir():
+        shutil.rmtree(partial)
+        partial.mkdir(mode=0o700)
     for logf in (root / "var" / "log").rglob("*"):
         if logf.is_file():
             logf.write_bytes(b"")
