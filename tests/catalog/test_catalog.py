@@ -33,7 +33,10 @@ def test_entry_shape(entry: Path) -> None:
     meta = yaml.safe_load((entry / "entry.yaml").read_text())
     assert (entry / "README.md").is_file() and (entry / "CHANGELOG.md").is_file()
     assert meta["version"] in (entry / "CHANGELOG.md").read_text(), "CHANGELOG has no line for this version"
-    assert (entry / meta["template"]).is_file()
+    if meta["kind"] == "image":  # the recipe is the entry; the lock is what its build made
+        assert (entry / "image.lock").is_file(), f"never built: nfvcat image build {meta['name']}"
+    else:
+        assert (entry / meta["template"]).is_file()
     if meta["kind"] == "heat":
         assert list((entry / "examples").glob("*.yaml")), "a HOT entry needs an example environment"
 
