@@ -127,7 +127,7 @@ def build(recipe: Recipe, say: Say, root: Path | None = None, force: bool = Fals
                 shutil.rmtree(final)
             os.replace(work / "out", final)
         finally:
-            _umount_below(work)
+            umount_below(work)
             shutil.rmtree(work, ignore_errors=True)
     seconds = time.monotonic() - started
     built = Built(recipe, final / "disk.qcow2", final / "vmlinuz", final / "initrd.img", new, seconds, "new")
@@ -220,7 +220,7 @@ def _run(cmd: list[str], log: Path, env: dict[str, str], stdin: str | None = Non
     return proc.stdout
 
 
-def _umount_below(path: Path) -> None:
+def umount_below(path: Path) -> None:
     """mmdebstrap (root mode) mounts /proc, /sys, /dev/pts in the rootfs; never rmtree through them."""
     prefix = str(path.resolve()) + "/"
     with open("/proc/mounts") as f:
