@@ -124,7 +124,7 @@ def test_docs_check_reports_checksum_drift(cat: Path, monkeypatch: pytest.Monkey
 # ---- lock decisions -------------------------------------------------------------------------------------------
 
 def _built(r: recipe.Recipe, packages: dict[str, str], sha: str) -> build.Built:
-    lock = recipe.Lock(r.name, r.version, r.digest(), packages, sha, 10)
+    lock = recipe.Lock(r.name, r.version, r.digest(), packages, sha, 10, build.BUILDER_VERSION)
     return build.Built(r, Path("/nonexistent"), Path("/k"), Path("/i"), lock, 1.0, "new")
 
 
@@ -140,6 +140,11 @@ def test_lock_decisions(cat: Path) -> None:
     assert err.value.exit_code == EXIT_FINDINGS and recipe.read_lock(r) == first.lock  # the lock is kept
     moved = build.reconcile(_built(r, {"a": "2", "b": "1"}, "c" * 64), recipe.read_lock(r), cat)
     assert moved.lock_status == "updated" and moved.changes == ["a 1 -> 2", "b (none) -> 1"]
+    older = recipe.read_lock(r)
+    assert older is not None
+    older.builder = "0"  # a lock an older builder wrote: other bytes are expected, the lock is renewed
+    renewed = build.reconcile(_built(r, {"a": "2", "b": "1"}, "d" * 64), older, cat)
+    assert renewed.lock_status == "updated" and renewed.changes == [f"builder 0 -> {build.BUILDER_VERSION}"]
 
 
 def test_a_released_image_is_never_silently_changed(cat: Path) -> None:

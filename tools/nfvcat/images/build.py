@@ -5,8 +5,9 @@ Steps, none of which mounts anything (no loop devices, no root filesystem mounte
 1. ``mmdebstrap --mode=root`` installs the recipe's packages into a directory, with ``SOURCE_DATE_EPOCH``
    and fixed Python/Perl hash seeds; downloaded .debs are kept in a cache for the next build.
 2. The recipe's files are copied in, locales generated, host-specific state (SSH host keys, logs, caches)
-   removed, and a standalone GRUB EFI binary made inside the image by its own ``grub-mkstandalone``; it finds
-   the root by label and boots ``/vmlinuz`` and ``/initrd.img`` (Debian keeps those links on kernel updates).
+   removed, and a GRUB EFI binary made inside the image by its own ``grub-mkimage`` with the boot config
+   embedded (``-c``): it finds the root by label and boots ``/vmlinuz`` and ``/initrd.img`` (Debian keeps
+   those links on kernel updates). Not ``grub-mkstandalone``: its memdisk differs on every run.
 3. Every file's timestamps are clamped to ``SOURCE_DATE_EPOCH``; ``mkfs.ext4 -d`` copies the tree (sorted, by
    ``scandir``) into a filesystem image with a UUID and directory hash seed derived from the image's name and
    version, and ``E2FSPROGS_FAKE_TIME`` for the superblock; ``-d`` copies each inode's ctime, which no one
@@ -40,7 +41,7 @@ from nfvcat import catalog, releases
 from nfvcat.errors import EXIT_FINDINGS, EXIT_USAGE, UserError
 from nfvcat.images.recipe import Lock, Recipe, read_lock, write_lock
 
-BUILDER_VERSION = "1"
+BUILDER_VERSION = "2"  # recorded in the lock: a builder that makes other bytes is another input
 ESP_TYPE = "C12A7328-F81F-11D2-BA4B-00A0C93EC93B"
 LINUX_TYPE = "0FC63DAF-8483-4772-8E79-3D69D8477DE4"
 GRUB_MODULES = "part_gpt ext2 search search_label linux normal configfile echo test gzio efi_gop all_video"
@@ -118,7 +119,8 @@ def build(recipe: Recipe, say: Say, root: Path | None = None, force: bool = Fals
         try:
             packages = _build(recipe, work, say, started)
             disk = work / "out" / "disk.qcow2"
-            new = Lock(recipe.name, recipe.version, recipe.digest(), packages, sha256_of(disk), disk.stat().st_size)
+            new = Lock(recipe.name, recipe.version, recipe.digest(), packages, sha256_of(disk), disk.stat().st_size,
+                       BUILDER_VERSION)
             final = base / cache_key(recipe, new)
             (work / "out" / "lock.json").write_text(json.dumps(new.as_dict(), indent=1))
             if final.exists():  # a rebuild of the same lock: keep the previous manifest to compare with
@@ -150,7 +152,7 @@ def reconcile(built: Built, old: Lock | None, root: Path | None) -> Built:
         write_lock(recipe, new)
         built.lock_status = "new"
         return built
-    same_inputs = old.recipe == new.recipe and old.packages == new.packages
+    same_inputs = old.recipe == new.recipe and old.packages == new.packages and old.builder == new.builder
     if same_inputs:
         if old.sha256 != new.sha256:
             raise BuildError(f"images/{recipe.name} {recipe.version}: the same recipe and packages gave sha256 "
@@ -161,6 +163,8 @@ def reconcile(built: Built, old: Lock | None, root: Path | None) -> Built:
     built.changes = package_changes(old.packages, new.packages)
     if old.recipe != new.recipe:
         built.changes.insert(0, "recipe changed")
+    if old.builder != new.builder:
+        built.changes.insert(0, f"builder {old.builder} -> {new.builder}")
     write_lock(recipe, new)
     built.lock_status = "updated"
     if _released(recipe, root):
@@ -321,9 +325,8 @@ def _configure(recipe: Recipe, root: Path, log: Path, env: dict[str, str]) -> No
     for cache in (root / "usr").rglob("__pycache__"):  # byte code is made on first use, not shipped
         shutil.rmtree(cache, ignore_errors=True)
     (root / "tmp" / "grub.cfg").write_text(GRUB_CFG.format(label=label))
-    _run(["chroot", str(root), "grub-mkstandalone", "-O", "x86_64-efi", "-o", "/tmp/BOOTX64.EFI",
-          "--locales=", "--fonts=", "--themes=", f"--install-modules={GRUB_MODULES}", f"--modules={GRUB_MODULES}",
-          "boot/grub/grub.cfg=/tmp/grub.cfg"], log, env)
+    _run(["chroot", str(root), "grub-mkimage", "-O", "x86_64-efi", "-o", "/tmp/BOOTX64.EFI", "-c", "/tmp/grub.cfg",
+          "-p", "/boot/grub", *GRUB_MODULES.split()], log, env)
     (root / "tmp" / "grub.cfg").unlink()
 
 

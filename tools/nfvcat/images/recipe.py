@@ -76,10 +76,11 @@ class Lock:
     packages: dict[str, str]  # package (with :arch when not amd64/all) -> version
     sha256: str
     size: int
+    builder: str = "1"  # nfvcat.images.build.BUILDER_VERSION of the build
 
     def as_dict(self) -> dict[str, Any]:
-        return {"image": self.image, "version": self.version, "recipe": self.recipe, "sha256": self.sha256,
-                "size": self.size, "packages": dict(sorted(self.packages.items()))}
+        return {"image": self.image, "version": self.version, "recipe": self.recipe, "builder": self.builder,
+                "sha256": self.sha256, "size": self.size, "packages": dict(sorted(self.packages.items()))}
 
     def text(self) -> str:
         return LOCK_HEADER + yaml.safe_dump(self.as_dict(), sort_keys=False, width=120)
@@ -134,7 +135,8 @@ def read_lock(recipe: Recipe) -> Lock | None:
     try:
         d = yaml.safe_load(path.read_text(encoding="utf-8"))
         return Lock(str(d["image"]), str(d["version"]), str(d["recipe"]),
-                    {str(k): str(v) for k, v in d["packages"].items()}, str(d["sha256"]), int(d["size"]))
+                    {str(k): str(v) for k, v in d["packages"].items()}, str(d["sha256"]), int(d["size"]),
+                    str(d.get("builder", "1")))
     except (OSError, yaml.YAMLError, KeyError, TypeError, AttributeError, ValueError) as exc:
         raise _fail(path, f"not a valid image lock ({exc.__class__.__name__})") from None
 
