@@ -41,7 +41,7 @@ from nfvcat import catalog, releases
 from nfvcat.errors import EXIT_FINDINGS, EXIT_USAGE, UserError
 from nfvcat.images.recipe import Lock, Recipe, read_lock, write_lock
 
-BUILDER_VERSION = "2"  # recorded in the lock: a builder that makes other bytes is another input
+BUILDER_VERSION = "3"  # recorded in the lock: a builder that makes other bytes is another input
 ESP_TYPE = "C12A7328-F81F-11D2-BA4B-00A0C93EC93B"
 LINUX_TYPE = "0FC63DAF-8483-4772-8E79-3D69D8477DE4"
 GRUB_MODULES = "part_gpt ext2 search search_label linux normal configfile echo test gzio efi_gop all_video"
@@ -374,9 +374,16 @@ def _disk(recipe: Recipe, work: Path, root: Path, esp_tree: Path, log: Path, env
     _run(["mkfs.ext4", "-q", "-F", "-L", recipe.root_label, "-U", fs_uuid, "-E",
           f"hash_seed={derived_uuid(recipe, 'hash_seed')},root_owner=0:0,lazy_itable_init=0,lazy_journal_init=0",
           "-d", str(root), str(fs), f"{root_sectors // 2}k"], log, env)
-    cmds = [f'sif "{os.sep + os.path.relpath(os.path.join(dp, n), root)}" ctime @{epoch}'
-            for dp, dns, fns in os.walk(root) for n in (*dns, *fns) if '"' not in n and "\n" not in n]
-    cmds.append(f"sif / ctime @{epoch}")
+    # -d copies ctime (the host's clock) and atime (which mkfs's own reads just moved, relatime): set both
+    cmds = [f"sif / ctime @{epoch}", f"sif / atime @{epoch}"]
+    for dp, dns, fns in os.walk(root):
+        for n in (*dns, *fns):
+            if '"' in n or "\n" in n:
+                continue
+            p = os.path.join(dp, n)
+            rel = os.sep + os.path.relpath(p, root)
+            mtime = int(os.lstat(p).st_mtime)
+            cmds += [f'sif "{rel}" ctime @{epoch}', f'sif "{rel}" atime @{mtime}']
     cmdfile = work / "ctime.debugfs"
     cmdfile.write_text("\n".join(cmds) + "\n")
     _run(["debugfs", "-w", "-f", str(cmdfile), str(fs)], log, env)
