@@ -18,10 +18,11 @@ from typing import Any
 
 import yaml
 
-from nfvcat import cache, catalog, documents, yamlpos
+from nfvcat import cache, catalog, discovery, documents, suppress, yamlpos
 from nfvcat.documents import Document
 from nfvcat.errors import UserError
 from nfvcat.findings import Finding, RawFinding
+from nfvcat.project import Project
 from nfvcat.rules import all_rules
 from nfvcat.rules.base import Context, Rule, SiteProfile
 
@@ -35,6 +36,8 @@ class Options:
     site: str | None = None
     use_cache: bool = True
     catalog_root: Path | None = None
+    project: Project | None = None  # .nfvcat.yaml: exclude, ignore
+    skip_unknown: bool = False  # the paths are a hook's file list: skip what is none of nfvcat's kinds
 
 
 @dataclass
@@ -45,6 +48,9 @@ class Report:
     jobs: dict[str, int] = field(default_factory=dict)
     cache_hits: int = 0
     engine_failed: bool = False
+    skipped: list[str] = field(default_factory=list)  # none of nfvcat's kinds (discovery.skipped)
+    excluded: list[str] = field(default_factory=list)  # .nfvcat.yaml exclude
+    suppressed: list[suppress.Suppressed] = field(default_factory=list)
 
 
 @dataclass
@@ -186,6 +192,8 @@ class Validation:
         self.nesting_rules = [r for r in self.rules if r.follows_nesting]
         self.explicit: set[str] = set()
         self.spawned: dict[str, float] = {}
+        self.skipped: list[str] = []
+        self.excluded: list[str] = []
         self.paths = self._expand(paths)
 
     def _expand(self, paths: list[str]) -> list[str]:
@@ -193,19 +201,11 @@ class Validation:
             if self.root is None:
                 raise UserError("no catalog here (no templates/ and flavors/ above the current directory); "
                                 "give the files to validate")
-            return [str(p) for p in catalog.catalog_files(self.root)]
-        out: list[str] = []
-        for p in paths:
-            if os.path.isdir(p):
-                found = catalog.walk(Path(p))
-                out.extend(str(f) for f in found)
-                if not found:
-                    out.append(p)
-                    self.explicit.add(os.path.abspath(p))
-            else:
-                out.append(p)
-                self.explicit.add(os.path.abspath(p))
-        return out
+            paths = [str(p) for p in catalog.catalog_files(self.root)]
+        found = discovery.expand(paths, self.options.project or Project(Path.cwd()),
+                                 self.options.skip_unknown or self.catalog_mode)
+        self.explicit, self.excluded = found.explicit, found.excluded
+        return found.paths
 
     def doc(self, path: str) -> Document:
         key = os.path.abspath(path)
@@ -216,6 +216,8 @@ class Validation:
     def run(self) -> Report:
         t0 = time.monotonic()
         targets = [self.doc(p) for p in dict.fromkeys(self.paths)]
+        self.skipped = [d.path for d in targets if discovery.skipped(d, self.explicit)]
+        targets = [d for d in targets if not discovery.skipped(d, self.explicit)]
         envs = [self.doc(p) for p in self.options.environments]
         site_path = Path(self.options.site) if self.options.site else (
             self.root / catalog.SITE_PROFILE if self.root else None)
@@ -247,7 +249,9 @@ class Validation:
         for job in self.jobs:
             jobs[job.engine] = jobs.get(job.engine, 0) + 1
         failed = any(f.rule_id == "E0009" for f in findings)
-        return Report(findings, len(targets), self.timings, jobs, hits, failed)
+        findings, suppressed = suppress.split(findings, self.docs, self.options.project)
+        return Report(findings, len(targets), self.timings, jobs, hits, failed,
+                      self.skipped, self.excluded, suppressed)
 
     # -- in-process rules, then engine jobs -------------------------------------------------------
     def _prepare(self, doc: Document, ctx: Context) -> bool:

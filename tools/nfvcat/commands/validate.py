@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from nfvcat import output
+from nfvcat import output, project
 from nfvcat.errors import EXIT_ENGINE, EXIT_FINDINGS, EXIT_OK, UserError
 from nfvcat.rules import all_rules
 from nfvcat.validate import Options, Report, validate_paths
@@ -37,6 +37,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--site", metavar="FILE", help="site profile: which physnet is SR-IOV, which OVS-DPDK")
     p.add_argument("--no-cache", action="store_true", help="run every engine, ignore cached results")
     p.add_argument("--timings", action="store_true", help="print where the time went (stderr)")
+    p.add_argument("--skip-unknown", action="store_true",
+                   help="the paths are a list (a pre-commit hook's): skip files that are none of nfvcat's kinds")
+    p.add_argument("--show-suppressed", action="store_true",
+                   help="list the findings suppressed by templates, comments and .nfvcat.yaml")
     p.set_defaults(func=run)
 
 
@@ -54,18 +58,20 @@ def run(args: argparse.Namespace) -> int:
                 pass
         except OSError as exc:
             raise UserError(f"environment file {env}: {exc.strerror}") from None
-    options = Options(environments=args.environment, parameters=dict(args.parameter), site=args.site,
-                      use_cache=not args.no_cache)
+    proj = project.load()
+    options = Options(environments=args.environment, parameters=dict(args.parameter), site=args.site or proj.site,
+                      use_cache=not args.no_cache, project=proj, skip_unknown=args.skip_unknown)
     report = validate_paths(args.paths, options)
     if args.format == "json":
-        print(output.as_json(report.findings))
+        print(output.as_json(report.findings, report.files, report.skipped, report.excluded, report.suppressed))
     elif args.format == "sarif":
-        print(output.sarif(report.findings, all_rules()))
+        print(output.sarif(report.findings, all_rules(), report.suppressed))
     else:
-        print(output.text(report.findings, report.files))
+        print(output.text(report.findings, report.files, len(report.skipped), len(report.excluded),
+                          report.suppressed, args.show_suppressed))
     if args.timings:
         print(timings_text(report), file=sys.stderr)
-    return exit_code(report, args.strict)
+    return exit_code(report, args.strict or proj.strict)
 
 
 def timings_text(report: Report) -> str:
