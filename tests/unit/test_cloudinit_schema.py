@@ -10,15 +10,14 @@ import json
 import lzma
 import socket
 import tarfile
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
 from nfvcat import cloudinit_schema as cs
 from tests.conftest import nfvcat
+from tests.debmirror import Mirror
 
 SCHEMA = {"$schema": "http://json-schema.org/draft-04/schema#", "type": "object",
           "properties": {"runcmd": {"type": "array"}}}
@@ -53,39 +52,6 @@ def make_deb(schema: dict[str, object]) -> bytes:
                                       "./usr/bin/cloud-init": b"#!/bin/sh\n"})})
 
 
-class Mirror:
-    """A Debian mirror on 127.0.0.1 serving one file at the pool path; counts the requests."""
-
-    def __init__(self, deb: bytes):
-        self.deb = deb
-        self.requests: list[str] = []
-        mirror = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                mirror.requests.append(self.path)
-                if self.path == f"/debian/{cs.POOL_PATH}":
-                    self.send_response(200)
-                    self.send_header("Content-Length", str(len(mirror.deb)))
-                    self.end_headers()
-                    self.wfile.write(mirror.deb)
-                else:
-                    self.send_error(404)
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/debian"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join()
-
-
 @pytest.fixture
 def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """No schema anywhere but what the test provides: empty cache, no venv copy, no installed cloud-init."""
@@ -102,10 +68,9 @@ def test_deb(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[bytes, Mirror]]:
     deb = make_deb(SCHEMA)
     monkeypatch.setattr(cs, "SHA256", hashlib.sha256(deb).hexdigest())  # the pin, for this test's package
     monkeypatch.setattr(cs, "SIZE", len(deb) + 4096)  # the read limit: room for the tampered package below
-    mirror = Mirror(deb)
-    monkeypatch.setenv("NFVCAT_DEBIAN_MIRROR", mirror.url)
-    yield deb, mirror
-    mirror.close()
+    with Mirror(deb) as mirror:
+        monkeypatch.setenv("NFVCAT_DEBIAN_MIRROR", mirror.url)
+        yield deb, mirror
 
 
 def test_good_download_is_verified_unpacked_cached_and_fetched_once(isolated: Path,

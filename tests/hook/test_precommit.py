@@ -1,0 +1,99 @@
+"""The pre-commit hook in someone else's repository, for real: a throwaway git repository with a good and a
+bad Heat template, a bad cloud-config and the YAML every repository has (.pre-commit-config.yaml, a GitHub
+workflow, docker-compose, an Ansible playbook); ``pre-commit try-repo`` against this checkout installs nfvcat
+into pre-commit's own virtualenv (pip pinned by PIP_CONSTRAINT=constraints.txt) and runs the hook.
+
+cloud-init's schema comes the way a user's does, through the pinned download, here from a Debian mirror on
+127.0.0.1 (NFVCAT_DEBIAN_MIRROR) serving the real package tools/setup.sh fetched into .venv: hermetic, and
+the sha256 pin in the installed nfvcat decides whether it is accepted.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from nfvcat import cloudinit_schema as cs
+from tests.conftest import ROOT
+from tests.debmirror import Mirror
+
+PRE_COMMIT = [sys.executable, "-m", "pre_commit"]
+BAD_HOT = """heat_template_version: 2021-04-16
+description: a port with a typo
+resources:
+  net:
+    type: OS::Neutron::Net
+  port:
+    type: OS::Neutron::Port
+    properties:
+      network: {get_resource: net}
+      fixed_ip: [{ip_address: 10.0.0.5}]
+"""
+GOOD_HOT = """heat_template_version: 2021-04-16
+resources:
+  net:
+    type: OS::Neutron::Net
+"""
+BAD_CLOUD_CONFIG = "#cloud-config\nhostname: vnf-1\nruncmd: systemctl restart vnf\n"
+UNRELATED = {
+    ".pre-commit-config.yaml": f"repos:\n- repo: {ROOT}\n  rev: HEAD\n  hooks: [{{id: nfvcat-validate}}]\n",
+    ".github/workflows/ci.yml": "name: ci\non: [push]\njobs:\n  test:\n    runs-on: ubuntu-latest\n"
+                                "    steps: [{uses: actions/checkout@v4}]\n",
+    "docker-compose.yml": "services:\n  web:\n    image: nginx:1.27\n    ports: ['8080:80']\n",
+    "ansible/site.yml": "- hosts: all\n  become: true\n  tasks:\n    - name: ping\n      ansible.builtin.ping:\n",
+}
+FINDING = re.compile(r"^([EWI]\d{4}) (.*)\n(\S+:\d+:\d+)$", re.MULTILINE)
+
+
+def git(repo: Path, *args: str) -> None:
+    subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True)
+
+
+def try_repo(repo: Path, env: dict[str, str]) -> tuple[subprocess.CompletedProcess[str], float]:
+    t0 = time.monotonic()
+    proc = subprocess.run([*PRE_COMMIT, "try-repo", str(ROOT), "nfvcat-validate", "--all-files", "--verbose"],
+                          cwd=repo, capture_output=True, text=True, timeout=1800, env=env)
+    return proc, time.monotonic() - t0
+
+
+def test_hook_in_a_throwaway_repository(tmp_path: Path) -> None:
+    deb = cs.venv_dir() / cs.FILENAME
+    assert deb.is_file(), f"{deb} missing: run tools/setup.sh (it fetches the pinned cloud-init package)"
+    repo = tmp_path / "repo"
+    for name, text in {**UNRELATED, "heat/good.yaml": GOOD_HOT, "heat/bad.yaml": BAD_HOT,
+                       "day0/user-data.yaml": BAD_CLOUD_CONFIG}.items():
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        (repo / name).write_text(text)
+    git(repo, "init", "-q")
+    git(repo, "add", "-A")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("NFVCAT_", "PRE_COMMIT", "VIRTUAL_ENV"))}
+    with Mirror(deb.read_bytes()) as mirror:
+        env.update(PRE_COMMIT_HOME=str(tmp_path / "pre-commit"), PIP_CONSTRAINT=str(ROOT / "constraints.txt"),
+                   NFVCAT_CACHE_DIR=str(tmp_path / "nfvcat-cache"), NFVCAT_DEBIAN_MIRROR=mirror.url,
+                   PIP_DISABLE_PIP_VERSION_CHECK="1")
+        proc, first = try_repo(repo, env)
+        print(f"hook: first run (installs nfvcat into pre-commit's venv) {first:.0f} s")
+        out = proc.stdout
+        assert proc.returncode == 1, out[-4000:] + proc.stderr[-2000:]
+        found = {(rule, where) for rule, _, where in FINDING.findall(out)}
+        assert found == {("E1001", "heat/bad.yaml:10:7"), ("E6001", "day0/user-data.yaml:3:1")}, out[-4000:]
+        assert "Unknown Property fixed_ip" in out
+        assert "runcmd: 'systemctl restart vnf' is not of type 'array'" in out  # cloud-init's own schema
+        assert "2 error(s), 0 warning(s) in 3 file(s); 4 skipped (none of nfvcat's kinds)" in out
+        assert "E0007" not in out and "E0009" not in out
+        assert mirror.requests == [f"/debian/{cs.POOL_PATH}"], "the schema comes from the pinned download, once"
+        assert (tmp_path / "nfvcat-cache" / "cloud-init" / cs.VERSION / cs.SCHEMA_NAME).is_file()
+
+        (repo / "heat/bad.yaml").write_text(BAD_HOT.replace("fixed_ip:", "fixed_ips:"))
+        (repo / "day0/user-data.yaml").write_text(BAD_CLOUD_CONFIG.replace("runcmd: systemctl restart vnf",
+                                                                           "runcmd: [systemctl restart vnf]"))
+        git(repo, "add", "-A")
+        proc, again = try_repo(repo, env)
+        print(f"hook: second run (environment reused) {again:.0f} s")
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    assert "0 error(s), 0 warning(s) in 3 file(s); 4 skipped (none of nfvcat's kinds)" in proc.stdout
+    assert len(mirror.requests) == 1, "the cached schema is used, no second download"
