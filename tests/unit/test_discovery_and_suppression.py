@@ -67,6 +67,15 @@ def test_hook_list_skips_unrelated_yaml_and_counts_it(repo: Path) -> None:
                                             "(none of nfvcat's kinds)")
 
 
+def test_a_zip_that_is_no_csar_is_skipped_from_a_list(repo: Path) -> None:
+    import zipfile
+
+    with zipfile.ZipFile(repo / "lambda.zip", "w") as z:
+        z.writestr("handler.py", "def main(): pass\n")
+    code, doc = run_json("--skip-unknown", "lambda.zip", "good.yaml", cwd=repo)
+    assert code == 0 and doc["skipped"] == ["lambda.zip"] and doc["summary"]["files"] == 1  # type: ignore[index]
+
+
 def test_named_one_by_one_an_unknown_file_stays_E0007(repo: Path) -> None:
     code, doc = run_json("playbook.yml", "good.yaml", cwd=repo)
     assert code == 2 and ids(doc) == [("E0007", "playbook.yml", 1)]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import glob
 import os
 import re
+import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -67,8 +68,23 @@ def skipped(doc: Document, explicit: set[str]) -> bool:
 
     A file that does not parse, or has duplicate keys, is still reported when its text says it is a HOT
     template, a TOSCA template or a cloud-config: a broken template must not pass as "unrelated"."""
-    if doc.abspath in explicit or doc.kind != "unknown":
+    if doc.abspath in explicit:
+        return False
+    if doc.kind == "csar":
+        return not _csar_like(doc.abspath)  # a ZIP of something else (a build artefact, say)
+    if doc.kind != "unknown":
         return False
     if any(p.rule_id == "E0002" for p in doc.problems):
         return False  # a named path that does not exist is an error even in a list
     return not OWN_MARKERS.search(doc.text)
+
+
+def _csar_like(path: str) -> bool:
+    """A ZIP that SOL004 would take for a CSAR: TOSCA-Metadata/TOSCA.meta, or a YAML file at its root."""
+    try:
+        with zipfile.ZipFile(path) as z:
+            names = z.namelist()
+    except (OSError, zipfile.BadZipFile):
+        return True  # unreadable: the CSAR checks say so
+    return "TOSCA-Metadata/TOSCA.meta" in names or any(
+        "/" not in n and n.endswith((".yaml", ".yml")) for n in names)
