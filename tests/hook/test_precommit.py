@@ -13,6 +13,7 @@ the sha256 pin in the installed nfvcat decides whether it is accepted.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import subprocess
@@ -73,6 +74,12 @@ def run_hook(repo: Path, env: dict[str, str]) -> tuple[subprocess.CompletedProce
     return proc, time.monotonic() - t0
 
 
+def stop_engine_server(store: Path, env: dict[str, str]) -> None:
+    """The hook's first run starts nfvcat's engine server (the user's path); the test stops what it started."""
+    for exe in store.glob("repo*/py_env-*/bin/nfvcat"):
+        subprocess.run([str(exe), "server", "stop"], env=env, capture_output=True, timeout=120)
+
+
 def test_hook_in_a_throwaway_repository(tmp_path: Path) -> None:
     deb = cs.venv_dir() / cs.FILENAME
     assert deb.is_file(), f"{deb} missing: run tools/setup.sh (it fetches the pinned cloud-init package)"
@@ -85,7 +92,8 @@ def test_hook_in_a_throwaway_repository(tmp_path: Path) -> None:
     git(repo, "init", "-q")
     git(repo, "add", "-A")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("NFVCAT_", "PRE_COMMIT", "VIRTUAL_ENV"))}
-    with Mirror(deb.read_bytes()) as mirror:
+    with Mirror(deb.read_bytes()) as mirror, contextlib.ExitStack() as cleanup:
+        cleanup.callback(stop_engine_server, tmp_path / "pre-commit", env)
         env.update(PRE_COMMIT_HOME=str(tmp_path / "pre-commit"), PIP_CONSTRAINT=str(ROOT / "constraints.txt"),
                    NFVCAT_CACHE_DIR=str(tmp_path / "nfvcat-cache"), NFVCAT_DEBIAN_MIRROR=mirror.url,
                    PIP_DISABLE_PIP_VERSION_CHECK="1")

@@ -196,3 +196,22 @@ def test_bad_project_file_is_exit_1_with_file_line(repo: Path, text: str, where:
 ])
 def test_globs(glob: str, path: str, hit: bool) -> None:
     assert project.matches(glob, path) is hit
+
+
+def test_through_the_engine_server_the_same_counts_and_suppressions(repo: Path, tmp_path: Path) -> None:
+    """The options and the report cross the engine server's socket: skipped, excluded and suppressed too."""
+    (repo / "bad.yaml").write_text(BAD_HOT)
+    (repo / "legacy.yaml").write_text(BAD_HOT)
+    (repo / ".nfvcat.yaml").write_text("exclude: [legacy.yaml]\nignore:\n  - rules: [E1001]\n    paths: [bad.yaml]\n")
+    names = ["--skip-unknown", "bad.yaml", "legacy.yaml", "good.yaml", *UNRELATED]
+    code, alone = run_json(*names, cwd=repo)
+    env = {"NFVCAT_NO_SERVER": "0", "NFVCAT_CACHE_DIR": str(tmp_path / "server-cache")}
+    try:
+        proc = nfvcat("validate", "--format", "json", *names, cwd=repo, env=env)
+        assert (tmp_path / "server-cache" / "server").is_dir(), "the engine server was not used"
+    finally:
+        nfvcat("server", "stop", env=env)
+    assert code == proc.returncode == 0
+    assert json.loads(proc.stdout) == alone
+    assert alone["summary"] == {"files": 2, "errors": 0, "warnings": 0, "suppressed": 2,
+                                "skipped": len(UNRELATED), "excluded": 1}

@@ -30,6 +30,7 @@ import shutil
 import sys
 import tarfile
 import tempfile
+import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
@@ -90,20 +91,21 @@ def find() -> Located | None:
     return None
 
 
-_memo: dict[str, Located | SchemaUnavailable] = {}
+RETRY_AFTER = 300.0  # seconds a failure is remembered: one attempt per run, not forever in the engine server
+_memo: dict[str, tuple[float, Located | SchemaUnavailable]] = {}
 
 
 def locate(download: bool = True) -> Located:
     """The schema, fetched once per process at most; SchemaUnavailable when it cannot be had."""
-    found = _memo.get("schema")
-    if found is None:
+    when, found = _memo.get("schema", (0.0, None))
+    if found is None or (isinstance(found, SchemaUnavailable) and time.monotonic() - when > RETRY_AFTER):
         try:
             found = find() or (fetch() if download else None)
             if found is None:
                 raise SchemaUnavailable(missing_message("no download attempted"))
         except SchemaUnavailable as exc:
             found = exc
-        _memo["schema"] = found
+        _memo["schema"] = (time.monotonic(), found)
     if isinstance(found, SchemaUnavailable):
         raise found
     return found

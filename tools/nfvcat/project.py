@@ -24,7 +24,6 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from nfvcat import yamlpos
 from nfvcat.errors import UserError
 
 FILE_NAME = ".nfvcat.yaml"
@@ -87,6 +86,8 @@ def load(path: Path | None = None) -> Project:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise UserError(f"{shown}: cannot read: {getattr(exc, 'strerror', None) or exc}") from None
+    from nfvcat import yamlpos  # not on the client's fast path when there is no project file
+
     try:
         data, positions = yamlpos.load(text)
     except yamlpos.DocumentError as exc:

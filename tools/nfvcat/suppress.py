@@ -15,26 +15,14 @@ import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
 
 from nfvcat.documents import Document
-from nfvcat.findings import Finding
+from nfvcat.findings import Finding, Suppressed
 from nfvcat.project import Project
 
 NEVER = frozenset({"E0009"})
 FILE_COMMENT = re.compile(r"^[ \t]*#[ \t]*nfvcat:[ \t]*ignore-file\b[ \t]*([^\n#]*)", re.MULTILINE)
 RULE_ID = re.compile(r"^[EWI][0-9]{0,4}$")
-
-
-@dataclass(frozen=True, order=True)
-class Suppressed:
-    finding: Finding
-    by: str  # where the suppression is: "file:line" of the comment or metadata, or the project file
-    reason: str = ""
-    external: bool = False  # the project file, not the template (SARIF's suppression kind)
-
-    def to_json(self) -> dict[str, Any]:
-        return {**self.finding.to_json(), "suppressed_by": self.by, "reason": self.reason}
 
 
 @dataclass(frozen=True)
