@@ -15,34 +15,36 @@ from nfvcat.engines.worker import Job, Result, finding, serve
 ENGINE = "nova"
 _state: dict[str, Any] = {}
 
-# Nova exception -> the extra spec the problem is about (for the line number).
-_KEY_OF = {
-    "CPUThreadPolicyConfigurationInvalid": "hw:cpu_thread_policy",
-    "RealtimeConfigurationInvalid": "hw:cpu_realtime",
-    "RealtimeMaskNotFoundOrInvalid": "hw:cpu_realtime_mask",
-    "BadRequirementEmulatorThreadsPolicy": "hw:emulator_threads_policy",
-    "InvalidEmulatorThreadsPolicy": "hw:emulator_threads_policy",
-    "InvalidCPUThreadAllocationPolicy": "hw:cpu_thread_policy",
-    "InvalidCPUAllocationPolicy": "hw:cpu_policy",
-    "InvalidNUMANodesNumber": "hw:numa_nodes",
-    "ImageNUMATopologyIncomplete": "hw:numa_nodes",
-    "ImageNUMATopologyAsymmetric": "hw:numa_nodes",
-    "ImageNUMATopologyCPUOutOfRange": "hw:numa_cpus",
-    "ImageNUMATopologyCPUDuplicates": "hw:numa_cpus",
-    "ImageNUMATopologyCPUsUnassigned": "hw:numa_cpus",
-    "ImageNUMATopologyMemoryOutOfRange": "hw:numa_mem",
-    "MemoryPageSizeInvalid": "hw:mem_page_size",
-    "InvalidPCINUMAAffinity": "hw:pci_numa_affinity_policy",
-    "PciRequestAliasNotDefined": "pci_passthrough:alias",
-    "PciInvalidAlias": "pci_passthrough:alias",
-    "RequiredMixedInstancePolicy": "hw:cpu_policy",
-    "RequiredMixedOrRealtimeCPUMask": "hw:cpu_dedicated_mask",
-    "InvalidMixedInstanceDedicatedMask": "hw:cpu_dedicated_mask",
-    "MixedInstanceNotSupportByComputeService": "hw:cpu_policy",
-    "ImageVCPULimitsRangeExceeded": "hw:cpu_max_sockets",
-    "ImageVCPUTopologyRangeExceeded": "hw:cpu_sockets",
-    "FlavorImageConflict": "hw:mem_encryption",
-    "InvalidRequest": "",
+# Nova exception -> the extra specs the problem is about, by name or name prefix (``hw:numa_cpus``
+# covers ``hw:numa_cpus.0``). A conflict between two keys points at the later one in the flavor: the
+# one that was added to a flavor that was fine before.
+_KEYS_OF: dict[str, tuple[str, ...]] = {
+    "CPUThreadPolicyConfigurationInvalid": ("hw:cpu_thread_policy", "hw:cpu_policy"),
+    "RealtimeConfigurationInvalid": ("hw:cpu_realtime", "hw:cpu_policy"),
+    "RealtimeMaskNotFoundOrInvalid": ("hw:cpu_realtime_mask", "hw:cpu_realtime"),
+    "BadRequirementEmulatorThreadsPolicy": ("hw:emulator_threads_policy", "hw:cpu_policy"),
+    "InvalidEmulatorThreadsPolicy": ("hw:emulator_threads_policy",),
+    "InvalidCPUThreadAllocationPolicy": ("hw:cpu_thread_policy",),
+    "InvalidCPUAllocationPolicy": ("hw:cpu_policy",),
+    "InvalidNUMANodesNumber": ("hw:numa_nodes",),
+    "ImageNUMATopologyIncomplete": ("hw:numa_nodes", "hw:numa_cpus", "hw:numa_mem"),
+    "ImageNUMATopologyAsymmetric": ("hw:numa_nodes",),
+    "ImageNUMATopologyCPUOutOfRange": ("hw:numa_cpus",),
+    "ImageNUMATopologyCPUDuplicates": ("hw:numa_cpus",),
+    "ImageNUMATopologyCPUsUnassigned": ("hw:numa_cpus",),
+    "ImageNUMATopologyMemoryOutOfRange": ("hw:numa_mem",),
+    "MemoryPageSizeInvalid": ("hw:mem_page_size",),
+    "InvalidPCINUMAAffinity": ("hw:pci_numa_affinity_policy",),
+    "PciRequestAliasNotDefined": ("pci_passthrough:alias",),
+    "PciInvalidAlias": ("pci_passthrough:alias",),
+    "RequiredMixedInstancePolicy": ("hw:cpu_dedicated_mask", "hw:cpu_policy"),
+    "RequiredMixedOrRealtimeCPUMask": ("hw:cpu_policy", "hw:cpu_dedicated_mask", "hw:cpu_realtime_mask"),
+    "InvalidMixedInstanceDedicatedMask": ("hw:cpu_dedicated_mask",),
+    "MixedInstanceNotSupportByComputeService": ("hw:cpu_policy",),
+    "ImageVCPULimitsRangeExceeded": ("hw:cpu_max_sockets", "hw:cpu_max_cores", "hw:cpu_max_threads"),
+    "ImageVCPUTopologyRangeExceeded": ("hw:cpu_sockets", "hw:cpu_cores", "hw:cpu_threads",
+                                       "hw:cpu_max_sockets", "hw:cpu_max_cores", "hw:cpu_max_threads"),
+    "FlavorImageConflict": ("hw:mem_encryption",),
 }
 
 
@@ -58,11 +60,10 @@ def setup() -> None:
 
 
 def _key_for(exc: Exception, specs: dict[str, str]) -> list[str]:
-    key = _KEY_OF.get(type(exc).__name__, "")
-    if key in specs:
-        return [key]
-    matches = [k for k in specs if key and k.startswith(key)]
-    return [matches[0]] if matches else []
+    """The extra spec a Nova exception is about: of the keys it involves, the last one in the flavor."""
+    names = _KEYS_OF.get(type(exc).__name__, ())
+    involved = [k for k in specs if any(k == n or k.startswith(n + ".") for n in names)]
+    return involved[-1:]
 
 
 def check(job: Job) -> Result:
@@ -71,6 +72,7 @@ def check(job: Job) -> Result:
     from nova import exception, objects
     from nova.api.validation.extra_specs import validators
     from nova.compute import api as compute_api
+    from nova.pci import request as pci_request
     from oslo_config import cfg
 
     specs = {str(k): str(v) for k, v in (job.get("extra_specs") or {}).items()}
@@ -98,6 +100,7 @@ def check(job: Job) -> Result:
     aliases = job.get("pci_alias")
     if aliases:
         cfg.CONF.set_override("alias", list(aliases), "pci")
+    pci_request.get_alias_from_config.cache_clear()  # Nova caches the parsed aliases of the first flavor
     try:
         compute_api.API._validate_flavor_image_numa_pci(image, flavor, validate_numa=True,
                                                         validate_pci=bool(aliases))
@@ -106,6 +109,7 @@ def check(job: Job) -> Result:
     finally:
         if aliases:
             cfg.CONF.clear_override("alias", "pci")
+        pci_request.get_alias_from_config.cache_clear()
     return {"findings": findings, "deps": {}}
 
 
