@@ -42,15 +42,14 @@ def translate(path: str, params: dict[str, Any] | None = None) -> dict[str, Any]
 
     from nfvcat.engines import tosca as engine
 
-    if "local_defs" not in engine._state:  # the engine's offline SOL001 resolution, once per process
-        engine.setup()
+    engine.setup()  # the engine's offline SOL001 import resolution, once per process
     engine._state["bare_sol001"] = True
     logging.getLogger("tosca").setLevel(logging.ERROR)
     logging.getLogger("heat-translator").setLevel(logging.ERROR)
     params = dict(params or {})
     try:
         with contextlib.redirect_stdout(sys.stderr):  # tosca-parser prints; stdout may be the HOT
-            tosca = ToscaTemplate(path, params, True, local_defs=engine.local_defs())
+            tosca = ToscaTemplate(path, params, True)
             text = TOSCATranslator(tosca, params, deploy=False).translate()
     except Exception as exc:  # tosca-parser's ValidationError lists every error; keep its first lines
         message = " ".join(str(exc).split())
