@@ -68,7 +68,22 @@ def load_site(path: Path | None, explicit: bool) -> SiteProfile:
     physnets = data.get("physnets") if isinstance(data, dict) else None
     if not isinstance(physnets, dict):
         raise UserError(f"site profile {path}: no 'physnets' mapping")
-    return SiteProfile(str(path), physnets)
+    return SiteProfile(str(path), physnets, _page_sizes(path, data.get("page_sizes")))
+
+
+def _page_sizes(path: Path, value: Any) -> tuple[int, ...]:
+    """The site profile's ``page_sizes`` (the page sizes its hosts offer, e.g. [4K, 2M, 1G]) in KiB."""
+    from nfvcat.plan.inventory import page_size_kb
+    from nfvcat.rules.base import X86_64_PAGE_SIZES_KB
+
+    if value is None:
+        return X86_64_PAGE_SIZES_KB
+    try:
+        if not isinstance(value, list) or not value:
+            raise ValueError("must be a list of sizes such as [4K, 2M, 1G]")
+        return tuple(sorted({page_size_kb(v) for v in value}))
+    except ValueError as exc:
+        raise UserError(f"site profile {path}: page_sizes: {exc}") from None
 
 
 def _catalog_flavors(root: Path | None, docs: dict[str, Document]) -> dict[str, dict[str, Any]]:
@@ -343,7 +358,7 @@ class Validation:
                 "name": str(data.get("name")), "vcpus": _positive(data.get("vcpus"), 1),
                 "ram": _positive(data.get("ram"), 512), "disk": _positive(data.get("disk"), 0),
                 "extra_specs": _string_specs(None, specs, {}),
-                "pci_alias": _pci_aliases(data)}, ("extra_specs",)))
+                "pci_alias": _pci_aliases(data), "page_sizes": list(ctx.site.page_sizes_kb)}, ("extra_specs",)))
         elif kind in ("tosca", "vnfd", "csar"):
             self.jobs.append(_Job("tosca", doc, {"file": doc.abspath, "kind": kind}))
             if kind == "vnfd":
@@ -354,8 +369,8 @@ class Validation:
                     self.jobs.append(_Job("nova", doc, {
                         "name": str(where[2]) if len(where) > 2 else "vdu",
                         "vcpus": _positive(cpu, 1), "ram": _positive(mem, 512),
-                        "extra_specs": _string_specs(None, _specs_of(_dig(doc.data, where)) or {}, {})},
-                        where))
+                        "extra_specs": _string_specs(None, _specs_of(_dig(doc.data, where)) or {}, {}),
+                        "page_sizes": list(ctx.site.page_sizes_kb)}, where))
 
     def _plan_hot_flavors(self, doc: Document, ctx: Context) -> None:
         from nfvcat import hot
@@ -368,8 +383,8 @@ class Validation:
             ram = hot.resolve(doc.data, p.get("ram"), ctx.parameters)
             self.jobs.append(_Job("nova", doc, {
                 "name": name, "vcpus": _positive(vcpus, 1), "ram": _positive(ram, 512),
-                "extra_specs": _string_specs(doc.data, specs, ctx.parameters)},
-                ("resources", name, "properties", "extra_specs")))
+                "extra_specs": _string_specs(doc.data, specs, ctx.parameters),
+                "page_sizes": list(ctx.site.page_sizes_kb)}, ("resources", name, "properties", "extra_specs")))
 
     # -- engines --------------------------------------------------------------------------------
     def _lookup(self) -> tuple[dict[str, list[tuple[str, _Job]]], int]:

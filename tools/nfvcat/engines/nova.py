@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from nfvcat.engines.worker import Job, Result, finding, serve
+from nfvcat.rules.flavors.e2005_page_size import PageSizeNotOffered
 
 ENGINE = "nova"
 _state: dict[str, Any] = {}
@@ -106,11 +107,37 @@ def check(job: Job) -> Result:
                                                         validate_pci=bool(aliases))
     except (exception.Invalid, exception.NovaException, ValueError) as exc:
         findings.append(finding("E2002", _key_for(exc, specs), f"{type(exc).__name__}: {exc}", ENGINE))
+    else:
+        findings.extend(_page_size(flavor, image, job.get("page_sizes")))
     finally:
         if aliases:
             cfg.CONF.clear_override("alias", "pci")
         pci_request.get_alias_from_config.cache_clear()
     return {"findings": findings, "deps": {}}
+
+
+def _page_size(flavor: Any, image: dict[str, Any], sizes: Any) -> list[dict[str, Any]]:
+    """A page size (read as Nova reads it) that none of the site's hosts offers: no host fits."""
+    from nova import objects
+    from nova.virt import hardware
+
+    if not isinstance(sizes, list) or not sizes:
+        return []
+    size = hardware._get_numa_pagesize_constraint(flavor, objects.ImageMeta.from_dict(image))
+    if size is None or size < 0 or int(size) in sizes:  # none asked, or small/large/any
+        return []
+    request = flavor.extra_specs.get("hw:mem_page_size")
+    offered = ", ".join(_kib_label(s) for s in sorted(sizes))
+    return [finding(PageSizeNotOffered.id, ["hw:mem_page_size"], f"hw:mem_page_size {request} asks for "
+                    f"{_kib_label(int(size))} pages; the site's hosts offer {offered}: no host can boot this "
+                    "flavor (the NUMA topology filter finds none)", ENGINE)]
+
+
+def _kib_label(kib: int) -> str:
+    for unit, scale in (("GiB", 1048576), ("MiB", 1024)):
+        if kib % scale == 0:
+            return f"{kib // scale} {unit}"
+    return f"{kib} KiB"
 
 
 def main() -> None:
