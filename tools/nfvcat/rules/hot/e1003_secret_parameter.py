@@ -1,21 +1,119 @@
+"""E1003: a parameter carrying a secret must be hidden and have no default.
+
+What a parameter carries is decided by where its ``get_param`` lands: a property that holds a secret
+(``admin_pass``, ``password``, ``psk``, a private key, a nested template's secret parameter, a Barbican
+secret's ``payload``), or a line of user data or software config that writes a password, a PSK or a
+private key (through ``str_replace`` or ``list_join``). A parameter fed nowhere is judged by its name.
+A name is judged by its head word: ``vpn_psk`` and ``admin_password`` are secrets, ``secret_type``,
+``secret_ref`` and ``key_name`` are not.
+"""
+
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
 
+from nfvcat import hot
 from nfvcat.documents import Document
 from nfvcat.findings import RawFinding
 from nfvcat.rules.base import Context, Rule
 
-SECRET_NAME = re.compile(r"(psk|password|passwd|passphrase|secret|private[_-]?key|pre[_-]?shared)", re.I)
+SECRET_WORDS = frozenset({"password", "passwd", "pass", "pwd", "passphrase", "psk", "secret", "secrets",
+                          "token", "pin"})
+KEY_QUALIFIERS = frozenset({"private", "secret", "shared", "preshared", "psk", "api", "encryption", "ssh"})
+# Text around a value in user data or a script that says the value is a secret.
+SECRET_TEXT = re.compile(r"passw(or)?d|passphrase|\bpsk\b|secrets?\b|private[ _-]?key|pre[_-]?shared|chpasswd"
+                         r"|\btoken\b", re.I)
+STR_REPLACE = ("str_replace", "str_replace_strict", "str_replace_vstrict")
+
+
+def secret_name(name: str) -> bool:
+    """A name whose head word (the last one) names a secret: 'admin_pass', 'ipsecPsk', 'ssh_private_key'."""
+    words = [w.lower() for w in re.split(r"[^A-Za-z0-9]+|(?<=[a-z0-9])(?=[A-Z])", name) if w]
+    if not words:
+        return False
+    if words[-1] in SECRET_WORDS:
+        return True
+    return words[-1] == "key" and bool(KEY_QUALIFIERS & set(words[:-1]))
+
+
+def secret_property(resource_type: str, key: str) -> bool:
+    return secret_name(key) or (key == "payload" and resource_type.startswith("OS::Barbican::"))
+
+
+@dataclass(frozen=True)
+class Sink:
+    where: tuple[Any, ...]  # key path of the property the parameter lands in
+    secret: bool
+
+
+def _param(value: Any) -> str | None:
+    if isinstance(value, dict) and len(value) == 1 and "get_param" in value:
+        ref = value["get_param"]
+        ref = ref[0] if isinstance(ref, list) and ref else ref
+        return ref if isinstance(ref, str) else None
+    return None
+
+
+def _lines_with(text: Any, token: str) -> str:
+    return "\n".join(ln for ln in text.splitlines() if token in ln) if isinstance(text, str) else ""
+
+
+def _sinks(value: Any, where: tuple[Any, ...], rtype: str, key: str, text: str,
+           out: dict[str, list[Sink]]) -> None:
+    name = _param(value)
+    if name is not None:
+        out.setdefault(name, []).append(Sink(where, secret_property(rtype, key) or bool(SECRET_TEXT.search(text))))
+        return
+    if isinstance(value, dict) and len(value) == 1 and next(iter(value)) in STR_REPLACE:
+        args = next(iter(value.values()))
+        args = args if isinstance(args, dict) else {}
+        template, params = args.get("template"), args.get("params")
+        _sinks(template, where, rtype, key, text, out)
+        for token, sub in (params.items() if isinstance(params, dict) else ()):
+            around = f"{token}\n{_lines_with(template, str(token))}"
+            _sinks(sub, where, rtype, key, around, out)
+        return
+    if isinstance(value, dict) and len(value) == 1 and next(iter(value)) == "list_join":
+        args = value["list_join"]
+        items = args[1] if isinstance(args, list) and len(args) > 1 and isinstance(args[1], list) else []
+        for i, item in enumerate(items):
+            before = items[i - 1] if i > 0 and isinstance(items[i - 1], str) else ""
+            after = items[i + 1] if i + 1 < len(items) and isinstance(items[i + 1], str) else ""
+            around = "\n".join([*before.splitlines()[-2:], *after.splitlines()[:2]])  # the lines it is on
+            _sinks(item, where, rtype, key, around, out)
+        return
+    if isinstance(value, dict):
+        for k, v in value.items():
+            inner = key if k in hot.FUNCTIONS else str(k)
+            _sinks(v, where if k in hot.FUNCTIONS else (*where, k), rtype, inner, text, out)
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            _sinks(v, (*where, i), rtype, key, text, out)
+
+
+def sinks(data: Any) -> dict[str, list[Sink]]:
+    """Every parameter's landing places in the resources' properties."""
+    out: dict[str, list[Sink]] = {}
+    for name, body in hot.resources(data):
+        rtype = str(body.get("type", ""))
+        for key, value in hot.props(body).items():
+            _sinks(value, ("resources", name, "properties", key), rtype, str(key), "", out)
+    return out
 
 
 class SecretParameter(Rule):
     id = "E1003"
     shortdesc = "A secret parameter is not hidden or has a default"
-    description = ("A parameter named like a secret (psk, password, passphrase, secret, private key) must be "
-                   "`hidden: true`, so Heat masks it in stack show and events, and must have no default, so "
-                   "no shared secret ships in the catalog. `key_name` (a Nova keypair name) is not a secret.")
+    description = ("A parameter that carries a secret must be `hidden: true`, so Heat masks it in stack show "
+                   "and events, and must have no default, so no shared secret ships in the catalog. What it "
+                   "carries is decided by what it feeds: a secret property (admin_pass, password, psk, "
+                   "private keys, a nested template's secret parameter, an OS::Barbican::Secret payload) or "
+                   "a password, PSK or private-key line of user data or a script it is substituted into "
+                   "(str_replace, list_join); a parameter fed nowhere is judged by its name's head word, so "
+                   "`secret_type`, `secret_ref` and `key_name` are not secrets.")
     source_url = "https://docs.openstack.org/heat/latest/template_guide/hot_spec.html#parameters-section"
     kinds = ("hot",)
 
@@ -23,12 +121,18 @@ class SecretParameter(Rule):
         params = doc.data.get("parameters")
         if not isinstance(params, dict):
             return
+        fed = sinks(doc.data)
         for name, spec in params.items():
-            if not SECRET_NAME.search(str(name)) or not isinstance(spec, dict):
+            if not isinstance(spec, dict):
+                continue
+            secret = [s for s in fed.get(str(name), []) if s.secret]
+            if secret:
+                what = f"parameter '{name}' feeds a secret ({'.'.join(map(str, secret[0].where))})"
+            elif secret_name(str(name)):
+                what = f"secret parameter '{name}'"
+            else:
                 continue
             if spec.get("hidden") is not True:
-                yield self.finding(("parameters", name),
-                                   f"secret parameter '{name}' must be 'hidden: true'")
+                yield self.finding(("parameters", name), f"{what}: it must be 'hidden: true'")
             if "default" in spec:
-                yield self.finding(("parameters", name, "default"),
-                                   f"secret parameter '{name}' must not have a default")
+                yield self.finding(("parameters", name, "default"), f"{what}: it must not have a default")
