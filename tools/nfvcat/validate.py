@@ -24,6 +24,8 @@ from nfvcat.errors import UserError
 from nfvcat.findings import Finding, RawFinding
 from nfvcat.rules import all_rules
 from nfvcat.rules.base import Context, Rule, SiteProfile
+from nfvcat.rules.parsing.e0007_unknown_kind import UnknownKind
+from nfvcat.rules.parsing.e0009_engine_failure import EngineFailure
 
 ENGINE_TIMEOUT = float(os.environ.get("NFVCAT_ENGINE_TIMEOUT", "900"))
 
@@ -261,7 +263,7 @@ class Validation:
         jobs: dict[str, int] = {}
         for job in self.jobs:
             jobs[job.engine] = jobs.get(job.engine, 0) + 1
-        failed = any(f.rule_id == "E0009" for f in findings)
+        failed = any(f.rule_id == EngineFailure.id for f in findings)
         return Report(findings, len(targets), self.timings, jobs, hits, failed)
 
     # -- in-process rules, then engine jobs -------------------------------------------------------
@@ -274,7 +276,7 @@ class Validation:
         if doc.kind == "unknown":
             if doc.abspath in self.explicit:
                 self.raw.append((doc, RawFinding(
-                    "E0007", (), "not a HOT template, Heat environment, TOSCA template, SOL001 VNFD, CSAR, "
+                    UnknownKind.id, (), "not a HOT template, Heat environment, TOSCA template, SOL001 VNFD, CSAR, "
                     "cloud-config, or catalog entry/flavor/site profile/inventory")))
             return False
         self._plan_jobs(doc, ctx, self._examples(doc))
@@ -338,7 +340,7 @@ class Validation:
         try:
             return list(rule.check(doc, ctx))
         except Exception as exc:  # a rule bug must not hide the others' findings
-            return [RawFinding("E0009", (), f"rule {rule.id} failed: {type(exc).__name__}: {exc}")]
+            return [RawFinding(EngineFailure.id, (), f"rule {rule.id} failed: {type(exc).__name__}: {exc}")]
 
     def _plan_jobs(self, doc: Document, ctx: Context, examples: list[str]) -> None:
         kind = doc.kind
@@ -440,11 +442,11 @@ class Validation:
                     proc.wait()
         if not isinstance(results, list) or len(results) != len(batch):
             message = f"{name} engine did not run: {error or 'bad result count'}"
-            results = [{"findings": [{"id": "E0009", "path": [], "message": message, "engine": name}]}
+            results = [{"findings": [{"id": EngineFailure.id, "path": [], "message": message, "engine": name}]}
                        for _ in batch]
         else:
             for (key, _), result in zip(batch, results, strict=True):
-                if not any(f.get("id") == "E0009" for f in result.get("findings", [])):
+                if not any(f.get("id") == EngineFailure.id for f in result.get("findings", [])):
                     cache.put(key, result)
         for (_, job), result in zip(batch, results, strict=True):
             job.result = result

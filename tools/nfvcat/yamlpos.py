@@ -11,6 +11,10 @@ from typing import Any
 
 import yaml
 
+from nfvcat.rules.parsing.e0001_invalid_yaml import InvalidYaml
+from nfvcat.rules.parsing.e0003_too_deep import TooComplex
+from nfvcat.rules.parsing.e0004_too_large import TooLarge
+
 MAX_BYTES = 8 * 1024 * 1024
 MAX_EXPANDED_NODES = 500_000
 MAX_DEPTH = 200
@@ -63,7 +67,7 @@ def _mark(node: yaml.Node) -> tuple[int, int]:
 
 def _expanded_size(node: yaml.Node, memo: dict[int, int], depth: int = 0) -> int:
     if depth > MAX_DEPTH:
-        raise DocumentError("E0003", f"YAML nesting deeper than {MAX_DEPTH} levels", *_mark(node))
+        raise DocumentError(TooComplex.id, f"YAML nesting deeper than {MAX_DEPTH} levels", *_mark(node))
     key = id(node)
     if key in memo:
         return memo[key]
@@ -78,7 +82,7 @@ def _expanded_size(node: yaml.Node, memo: dict[int, int], depth: int = 0) -> int
     memo[key] = size
     if size > MAX_EXPANDED_NODES:
         raise DocumentError(
-            "E0003", f"YAML expands to more than {MAX_EXPANDED_NODES} nodes (alias bomb?)", *_mark(node)
+            TooComplex.id, f"YAML expands to more than {MAX_EXPANDED_NODES} nodes (alias bomb?)", *_mark(node)
         )
     return size
 
@@ -107,7 +111,7 @@ def _record(node: yaml.Node, path: Path, pos: Positions, seen: set[int]) -> None
 def load(text: str) -> tuple[Any, Positions]:
     """Parse one YAML (or JSON) document; return the data and the positions of its keys."""
     if len(text.encode("utf-8", "surrogatepass")) > MAX_BYTES:
-        raise DocumentError("E0004", f"file larger than {MAX_BYTES // (1024 * 1024)} MiB")
+        raise DocumentError(TooLarge.id, f"file larger than {MAX_BYTES // (1024 * 1024)} MiB")
     try:
         loader = _Loader(text)
         try:
@@ -127,9 +131,9 @@ def load(text: str) -> tuple[Any, Positions]:
         mark = exc.problem_mark or exc.context_mark
         line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
         problem = " ".join(str(p) for p in (exc.context, exc.problem) if p)
-        raise DocumentError("E0001", f"invalid YAML: {problem}", line, col) from None
+        raise DocumentError(InvalidYaml.id, f"invalid YAML: {problem}", line, col) from None
     except RecursionError:
-        raise DocumentError("E0003", "YAML nesting too deep") from None
+        raise DocumentError(TooComplex.id, "YAML nesting too deep") from None
     except (yaml.YAMLError, ValueError, TypeError) as exc:
-        raise DocumentError("E0001", f"invalid YAML: {exc}".splitlines()[0]) from None
+        raise DocumentError(InvalidYaml.id, f"invalid YAML: {exc}".splitlines()[0]) from None
     return data, pos

@@ -11,7 +11,10 @@ from __future__ import annotations
 from typing import Any
 
 from nfvcat.engines.worker import Job, Result, finding, serve
+from nfvcat.rules.flavors.e2001_extra_spec import ExtraSpecInvalid
+from nfvcat.rules.flavors.e2002_numa_constraints import NumaConstraints
 from nfvcat.rules.flavors.e2005_page_size import PageSizeNotOffered
+from nfvcat.rules.flavors.w2003_unknown_namespace import UnknownNamespace
 
 ENGINE = "nova"
 _state: dict[str, Any] = {}
@@ -82,15 +85,15 @@ def check(job: Job) -> Result:
         try:
             validators.validate(key, value)
         except exception.ValidationError as exc:
-            findings.append(finding("E2001", [key], str(exc), ENGINE))
+            findings.append(finding(ExtraSpecInvalid.id, [key], str(exc), ENGINE))
             continue
         if ":" in key:
             ns = key.split(":", 1)[0]
             if not any(re.fullmatch(n, ns) for n in _state["namespaces"]):
                 findings.append(finding(
-                    "W2003", [key], f"extra spec namespace '{ns}' is not one Nova knows: '{key}' is "
+                    UnknownNamespace.id, [key], f"extra spec namespace '{ns}' is not one Nova knows: '{key}' is "
                     "ignored by Nova and by the scheduler unless a filter of the site's reads it", ENGINE))
-    if findings and any(f["id"] == "E2001" for f in findings):
+    if findings and any(f["id"] == ExtraSpecInvalid.id for f in findings):
         return {"findings": findings, "deps": {}}
 
     flavor = objects.Flavor(
@@ -106,7 +109,7 @@ def check(job: Job) -> Result:
         compute_api.API._validate_flavor_image_numa_pci(image, flavor, validate_numa=True,
                                                         validate_pci=bool(aliases))
     except (exception.Invalid, exception.NovaException, ValueError) as exc:
-        findings.append(finding("E2002", _key_for(exc, specs), f"{type(exc).__name__}: {exc}", ENGINE))
+        findings.append(finding(NumaConstraints.id, _key_for(exc, specs), f"{type(exc).__name__}: {exc}", ENGINE))
     else:
         findings.extend(_page_size(flavor, image, job.get("page_sizes")))
     finally:

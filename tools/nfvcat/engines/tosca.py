@@ -30,6 +30,10 @@ import yaml
 
 from nfvcat.documents import display_path
 from nfvcat.engines.worker import Job, Result, finding, serve
+from nfvcat.rules.parsing.e0009_engine_failure import EngineFailure
+from nfvcat.rules.tosca.e4001_tosca_parser import ToscaParserValidation
+from nfvcat.rules.tosca.e4002_csar_structure import CsarStructure
+from nfvcat.rules.tosca.e4003_tacker_csar import TackerCsar
 
 ENGINE = "tosca"
 TACKER = "tacker"
@@ -321,12 +325,13 @@ def _check_yaml(job: Job, findings: list[dict[str, Any]], deps: dict[str, None])
     docs = [(f, _load(f)) for f in [path, *[d for d in deps if d != path]] if os.path.isfile(f)]
     if any(OFFLINE in m for m in errors):  # the other errors follow from types it could not load
         unresolved = "; ".join(m for m in errors if OFFLINE in m)
-        findings.append(finding("E0009", ["imports"], f"tosca-parser could not validate this document: "
+        findings.append(finding(EngineFailure.id, ["imports"], f"tosca-parser could not validate this document: "
                                 f"{unresolved}", ENGINE))
         return
     for message in errors:
         where, key_path = _locate(message, docs or [(path, None)])
-        findings.append(finding("E4001", key_path, message, ENGINE, file=None if where == path else where))
+        findings.append(finding(ToscaParserValidation.id, key_path, message, ENGINE,
+                                file=None if where == path else where))
 
 
 def _zip_docs(path: str, main: str) -> dict[str, str]:
@@ -408,6 +413,12 @@ def _vnf_package(path: str, docs: list[Any]) -> bool:
     return False
 
 
+def _not_validated(messages: list[str], display: str, main: str | None) -> dict[str, Any]:
+    unresolved = "; ".join(m for m in messages if OFFLINE in m)
+    return _zip_finding(EngineFailure.id, f"tosca-parser could not validate this package: {unresolved}", ENGINE,
+                        display, main, [], None)
+
+
 def _check_csar(job: Job, findings: list[dict[str, Any]], deps: dict[str, None]) -> None:
     src = os.path.abspath(job["file"])
     deps[src] = None
@@ -422,23 +433,19 @@ def _check_csar(job: Job, findings: list[dict[str, Any]], deps: dict[str, None])
             path = os.path.join(workdir, "package.zip")
             shutil.copyfile(src, path)
         structure, main = _csar_structure(path)
-        unresolved = "; ".join(m for m in structure if OFFLINE in m)
-        if unresolved:  # tosca-parser's CSAR check loads the imports too: not validated, not invalid
-            findings.append(_zip_finding("E0009", f"tosca-parser could not validate this package: {unresolved}",
-                                         ENGINE, display, main, [], None))
+        if any(OFFLINE in m for m in structure):  # its CSAR check loads the imports: not validated, not invalid
+            findings.append(_not_validated(structure, display, main))
             return
         for message in structure:
             meta = re.search(r"TOSCA\.meta|Entry-Definitions", message)
             member = "TOSCA-Metadata/TOSCA.meta" if meta else None
-            findings.append(_zip_finding("E4002", _strip_tmp(message, workdir, display, src), ENGINE, display,
+            findings.append(_zip_finding(CsarStructure.id, _strip_tmp(message, workdir, display, src), ENGINE, display,
                                          member, [], None))
         if structure or not main:
             return
         errors, _read = _parse(path)
         if any(OFFLINE in m for m in errors):
-            unresolved = "; ".join(m for m in errors if OFFLINE in m)
-            findings.append(_zip_finding("E0009", f"tosca-parser could not validate this package: {unresolved}",
-                                         ENGINE, display, main, [], None))
+            findings.append(_not_validated(errors, display, main))
             return
         texts = _zip_docs(path, main)
         docs = [(name, _safe_yaml(text)) for name, text in texts.items()]
@@ -446,13 +453,13 @@ def _check_csar(job: Job, findings: list[dict[str, Any]], deps: dict[str, None])
         for message in errors:
             member, key_path = _locate(message, docs or [(main, None)])
             shown = _strip_tmp(message, workdir, display, src)
-            findings.append(_zip_finding("E4001", shown if vnf else f"{shown} ({GENERIC_CSAR})", ENGINE,
-                                         display, member, key_path, texts.get(member)))
+            findings.append(_zip_finding(ToscaParserValidation.id, shown if vnf else f"{shown} ({GENERIC_CSAR})",
+                                         ENGINE, display, member, key_path, texts.get(member)))
         if errors or not vnf:
             return
         for message in _tacker_load(path, workdir):
             manifest, _text, _path, line = _manifest_line(path, message)
-            item = _zip_finding("E4003", _strip_tmp(message, workdir, display, src), TACKER, display,
+            item = _zip_finding(TackerCsar.id, _strip_tmp(message, workdir, display, src), TACKER, display,
                                 manifest or main, [], None)
             item["line"] = line
             findings.append(item)

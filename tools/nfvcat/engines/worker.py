@@ -13,6 +13,8 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
+from nfvcat.rules.parsing.e0009_engine_failure import EngineFailure
+
 Job = dict[str, Any]
 Result = dict[str, Any]
 
@@ -40,6 +42,6 @@ def serve(engine: str, setup: Callable[[], None], check: Callable[[Job], Result]
         except Exception as exc:  # an engine bug must not hide the other jobs' results
             tail = traceback.format_exception_only(type(exc), exc)[-1].strip()
             results.append({"findings": [finding(
-                "E0009", [], f"{engine} engine failed on this document: {tail}", engine)], "deps": {}})
+                EngineFailure.id, [], f"{engine} engine failed on this document: {tail}", engine)], "deps": {}})
     json.dump(results, out)
     out.flush()

@@ -12,10 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from nfvcat.documents import Document
 from nfvcat.findings import RawFinding
+
+if TYPE_CHECKING:  # documents and yamlpos name their findings by these rule classes
+    from nfvcat.documents import Document
 
 # The page sizes an x86_64 host offers (base pages, 2 MiB and 1 GiB huge pages), in KiB.
 X86_64_PAGE_SIZES_KB = (4, 2048, 1048576)
