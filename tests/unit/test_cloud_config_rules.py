@@ -41,6 +41,22 @@ resources:
       cloud_config:
         bootcmds:
           - echo hi
+  templated:
+    type: OS::Nova::Server
+    properties:
+      flavor: m1.small
+      image: cirros
+      user_data_format: RAW
+      user_data:
+        str_replace:
+          template: |
+            #cloud-config
+            ssh_pwauth: $PWAUTH
+            run_cmd:
+              - echo $HOST
+          params:
+            $PWAUTH: "no"
+            $HOST: vnf
 """
 
 
@@ -77,6 +93,6 @@ def test_a_users_bad_key_points_at_the_key_not_at_the_user(found: dict[str, list
 def test_user_data_block_findings_point_inside_the_block(found: dict[str, list[dict[str, Any]]]) -> None:
     findings = found["server.yaml"]
     assert _at(findings, "E6001") == [(11, 9)]
-    assert _at(findings, "W6003") == [(12, 9), (18, 9)]
-    assert all(str(f["message"]).startswith(("user_data: ", "'bootcmds'"))
+    assert _at(findings, "W6003") == [(12, 9), (18, 9), (31, 13)]  # str_replace's template: typos only
+    assert all(str(f["message"]).startswith(("user_data: ", "'bootcmds'", "user_data template: "))
                for f in findings if f["id"] in ("E6001", "W6003")), findings

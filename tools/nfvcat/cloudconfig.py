@@ -2,7 +2,8 @@
 
 A cloud-config file is its own document. In a HOT template it is an ``OS::Heat::CloudConfig``'s
 ``cloud_config`` mapping (part of the template's YAML), or text: a server's literal ``user_data`` or an
-``OS::Heat::SoftwareConfig``'s ``config`` that starts with ``#cloud-config``. Text in a literal block
+``OS::Heat::SoftwareConfig``'s ``config`` that starts with ``#cloud-config``, or the ``str_replace``
+template such text is made from (its keys are known, its values are placeholders). Text in a literal block
 (``user_data: |``) maps line for line to the file, so a finding points at the line inside the block.
 """
 
@@ -31,6 +32,7 @@ class CloudConfig:
     positions: yamlpos.Positions | None = None  # of the text, when it is text
     block: tuple[int, int] | None = None  # file line before the block's first line, and its indent
     error: str | None = None  # the text is not YAML
+    template: bool = False  # a str_replace template: its values are placeholders until deploy time
 
     def locate(self, path: tuple[Any, ...] | list[Any]) -> tuple[tuple[Any, ...], int | None, int | None]:
         """The document key path for ``path`` inside the cloud-config, and the file line and column when
@@ -65,12 +67,12 @@ def _block(doc: Document, where: tuple[Any, ...]) -> tuple[int, int] | None:
     return None
 
 
-def _from_text(doc: Document, where: tuple[Any, ...], text: str, label: str) -> CloudConfig:
+def _from_text(doc: Document, where: tuple[Any, ...], text: str, label: str, template: bool = False) -> CloudConfig:
     try:
         data, positions = yamlpos.load(text)
     except yamlpos.DocumentError as exc:
-        return CloudConfig(None, where, label, error=exc.message)
-    return CloudConfig(data, where, label, positions, _block(doc, where))
+        return CloudConfig(None, where, label, error=exc.message, template=template)
+    return CloudConfig(data, where, label, positions, _block(doc, where), template=template)
 
 
 def cloud_configs(doc: Document) -> Iterator[CloudConfig]:
@@ -87,5 +89,12 @@ def cloud_configs(doc: Document) -> Iterator[CloudConfig]:
     for rtype, prop in _TEXT_HOLDERS:
         for name, body in hot.resources(doc.data, rtype):
             text = hot.props(body).get(prop)
+            where = ("resources", name, "properties", prop)
             if isinstance(text, str) and text.startswith("#cloud-config"):
-                yield _from_text(doc, ("resources", name, "properties", prop), text, f"{prop}: ")
+                yield _from_text(doc, where, text, f"{prop}: ")
+            elif isinstance(text, dict) and len(text) == 1 and next(iter(text)) in hot.STR_REPLACE:
+                args = next(iter(text.values()))
+                template = args.get("template") if isinstance(args, dict) else None
+                if isinstance(template, str) and template.startswith("#cloud-config"):
+                    fn = next(iter(text))
+                    yield _from_text(doc, (*where, fn, "template"), template, f"{prop} template: ", True)

@@ -26,7 +26,6 @@ KEY_QUALIFIERS = frozenset({"private", "secret", "shared", "preshared", "psk", "
 # Text around a value in user data or a script that says the value is a secret.
 SECRET_TEXT = re.compile(r"passw(or)?d|passphrase|\bpsk\b|secrets?\b|private[ _-]?key|pre[_-]?shared|chpasswd"
                          r"|\btoken\b", re.I)
-STR_REPLACE = ("str_replace", "str_replace_strict", "str_replace_vstrict")
 
 
 def secret_name(name: str) -> bool:
@@ -67,7 +66,7 @@ def _sinks(value: Any, where: tuple[Any, ...], rtype: str, key: str, text: str,
     if name is not None:
         out.setdefault(name, []).append(Sink(where, secret_property(rtype, key) or bool(SECRET_TEXT.search(text))))
         return
-    if isinstance(value, dict) and len(value) == 1 and next(iter(value)) in STR_REPLACE:
+    if isinstance(value, dict) and len(value) == 1 and next(iter(value)) in hot.STR_REPLACE:
         args = next(iter(value.values()))
         args = args if isinstance(args, dict) else {}
         template, params = args.get("template"), args.get("params")
