@@ -21,6 +21,8 @@ parameters:
   db_user_secret: {type: string}
   vpn_psk: {type: string, hidden: true}
   unused_password: {type: string}
+  tls_secret: {type: string}
+  value_secret: {type: string}
 resources:
   cert:
     type: OS::Barbican::Secret
@@ -61,6 +63,17 @@ resources:
       secrets:
         - name: db
           ref: {get_param: secret_ref}
+  listener:
+    type: OS::Octavia::Listener
+    properties:
+      protocol: TERMINATED_HTTPS
+      protocol_port: 443
+      loadbalancer: lb
+      default_tls_container_ref: {get_param: tls_secret}
+  value:
+    type: OS::Heat::Value
+    properties:
+      value: {get_param: value_secret}
   db:
     type: OS::Trove::Instance
     properties:
@@ -89,5 +102,6 @@ def test_a_parameter_is_secret_by_what_it_feeds(tmp_path: Path) -> None:
     assert "payload" in " ".join(flagged["certificate"]) and "admin_pass" in " ".join(flagged["login"])
     assert "user_data" in " ".join(flagged["tunnel_key"])
     assert "unused_password" in flagged  # fed nowhere: its name says it is a secret
-    for name in ("secret_type", "secret_ref", "key_name", "hostname", "vpn_psk"):
+    assert "value_secret" in flagged  # fed into a value that says nothing: its name says it is a secret
+    for name in ("secret_type", "secret_ref", "key_name", "hostname", "vpn_psk", "tls_secret"):
         assert name not in flagged, (name, flagged[name])

@@ -3,7 +3,9 @@
 What a parameter carries is decided by where its ``get_param`` lands: a property that holds a secret
 (``admin_pass``, ``password``, ``psk``, a private key, a nested template's secret parameter, a Barbican
 secret's ``payload``), or a line of user data or software config that writes a password, a PSK or a
-private key (through ``str_replace`` or ``list_join``). A parameter fed nowhere is judged by its name.
+private key (through ``str_replace`` or ``list_join``). Otherwise its name decides, unless it only feeds
+properties that name or point at something (``*_ref``, ``*_name``, ``*_type``): a Barbican secret's
+reference is not the secret.
 A name is judged by its head word: ``vpn_psk`` and ``admin_password`` are secrets, ``secret_type``,
 ``secret_ref`` and ``key_name`` are not.
 """
@@ -21,16 +23,24 @@ from nfvcat.findings import RawFinding
 from nfvcat.rules.base import Context, Rule
 
 SECRET_WORDS = frozenset({"password", "passwd", "pass", "pwd", "passphrase", "psk", "secret", "secrets",
-                          "token", "pin"})
-KEY_QUALIFIERS = frozenset({"private", "secret", "shared", "preshared", "psk", "api", "encryption", "ssh"})
+                          "token"})
+KEY_QUALIFIERS = frozenset({"private", "secret", "shared", "preshared", "psk", "api", "encryption"})
+# Head words of properties that name or point at something (a secret's reference, a key pair's name, a
+# secret's type): a parameter fed only into such properties carries no secret, whatever its name.
+REFERENCE_WORDS = frozenset({"ref", "refs", "id", "ids", "name", "type", "url", "uri", "href", "uuid", "length",
+                             "size", "ttl", "algorithm", "mode", "expiration"})
 # Text around a value in user data or a script that says the value is a secret.
 SECRET_TEXT = re.compile(r"passw(or)?d|passphrase|\bpsk\b|secrets?\b|private[ _-]?key|pre[_-]?shared|chpasswd"
                          r"|\btoken\b", re.I)
 
 
+def _words(name: str) -> list[str]:
+    return [w.lower() for w in re.split(r"[^A-Za-z0-9]+|(?<=[a-z0-9])(?=[A-Z])", name) if w]
+
+
 def secret_name(name: str) -> bool:
     """A name whose head word (the last one) names a secret: 'admin_pass', 'ipsecPsk', 'ssh_private_key'."""
-    words = [w.lower() for w in re.split(r"[^A-Za-z0-9]+|(?<=[a-z0-9])(?=[A-Z])", name) if w]
+    words = _words(name)
     if not words:
         return False
     if words[-1] in SECRET_WORDS:
@@ -46,6 +56,7 @@ def secret_property(resource_type: str, key: str) -> bool:
 class Sink:
     where: tuple[Any, ...]  # key path of the property the parameter lands in
     secret: bool
+    reference: bool = False  # the property names or points at something: no secret lands there
 
 
 def _param(value: Any) -> str | None:
@@ -64,7 +75,9 @@ def _sinks(value: Any, where: tuple[Any, ...], rtype: str, key: str, text: str,
            out: dict[str, list[Sink]]) -> None:
     name = _param(value)
     if name is not None:
-        out.setdefault(name, []).append(Sink(where, secret_property(rtype, key) or bool(SECRET_TEXT.search(text))))
+        secret = secret_property(rtype, key) or bool(SECRET_TEXT.search(text))
+        reference = not secret and not text and bool(_words(key)) and _words(key)[-1] in REFERENCE_WORDS
+        out.setdefault(name, []).append(Sink(where, secret, reference))
         return
     if isinstance(value, dict) and len(value) == 1 and next(iter(value)) in hot.STR_REPLACE:
         args = next(iter(value.values()))
@@ -111,8 +124,10 @@ class SecretParameter(Rule):
                    "carries is decided by what it feeds: a secret property (admin_pass, password, psk, "
                    "private keys, a nested template's secret parameter, an OS::Barbican::Secret payload) or "
                    "a password, PSK or private-key line of user data or a script it is substituted into "
-                   "(str_replace, list_join); a parameter fed nowhere is judged by its name's head word, so "
-                   "`secret_type`, `secret_ref` and `key_name` are not secrets.")
+                   "(str_replace, list_join). Otherwise the name's head word decides (so `secret_type`, "
+                   "`secret_ref` and `key_name` are not secrets), unless the parameter only feeds properties "
+                   "that name or point at something (`*_ref`, `*_name`, `*_type`), as a Barbican reference "
+                   "does.")
     source_url = "https://docs.openstack.org/heat/latest/template_guide/hot_spec.html#parameters-section"
     kinds = ("hot",)
 
@@ -124,10 +139,11 @@ class SecretParameter(Rule):
         for name, spec in params.items():
             if not isinstance(spec, dict):
                 continue
-            secret = [s for s in fed.get(str(name), []) if s.secret]
+            landings = fed.get(str(name), [])
+            secret = [s for s in landings if s.secret]
             if secret:
                 what = f"parameter '{name}' feeds a secret ({'.'.join(map(str, secret[0].where))})"
-            elif secret_name(str(name)):
+            elif secret_name(str(name)) and not (landings and all(s.reference for s in landings)):
                 what = f"secret parameter '{name}'"
             else:
                 continue
