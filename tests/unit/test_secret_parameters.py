@@ -22,6 +22,9 @@ parameters:
   vpn_psk: {type: string, hidden: true}
   unused_password: {type: string}
   tls_secret: {type: string}
+  os_user: {type: string}
+  os_pw: {type: string}
+  controller: {type: string}
   value_secret: {type: string}
 resources:
   cert:
@@ -70,6 +73,18 @@ resources:
       protocol_port: 443
       loadbalancer: lb
       default_tls_container_ref: {get_param: tls_secret}
+  login_script:
+    type: OS::Heat::SoftwareConfig
+    properties:
+      config:
+        str_replace:
+          template: |
+            #!/bin/sh
+            curl http://$CTRL:5000/v3/auth/tokens -d '{"passwordCredentials": {"username": "$U", "password": "$P"}}'
+          params:
+            $CTRL: {get_param: controller}
+            $U: {get_param: os_user}
+            $P: {get_param: os_pw}
   value:
     type: OS::Heat::Value
     properties:
@@ -97,11 +112,13 @@ def _flagged(tmp_path: Path) -> dict[str, list[str]]:
 def test_a_parameter_is_secret_by_what_it_feeds(tmp_path: Path) -> None:
     flagged = _flagged(tmp_path)
     # fed into a Barbican payload, admin_pass, a PSK line of user data, a private key, a password property
-    for name in ("certificate", "login", "tunnel_key", "ssh_signing", "db_user_secret"):
+    for name in ("certificate", "login", "tunnel_key", "ssh_signing", "db_user_secret", "os_pw"):
         assert name in flagged, (name, flagged)
     assert "payload" in " ".join(flagged["certificate"]) and "admin_pass" in " ".join(flagged["login"])
     assert "user_data" in " ".join(flagged["tunnel_key"])
     assert "unused_password" in flagged  # fed nowhere: its name says it is a secret
     assert "value_secret" in flagged  # fed into a value that says nothing: its name says it is a secret
-    for name in ("secret_type", "secret_ref", "key_name", "hostname", "vpn_psk", "tls_secret"):
+    # a line that logs in with a user name and a password: the user name is not the secret
+    for name in ("secret_type", "secret_ref", "key_name", "hostname", "vpn_psk", "tls_secret", "os_user",
+                 "controller"):
         assert name not in flagged, (name, flagged[name])

@@ -67,8 +67,32 @@ def _param(value: Any) -> str | None:
     return None
 
 
-def _lines_with(text: Any, token: str) -> str:
-    return "\n".join(ln for ln in text.splitlines() if token in ln) if isinstance(text, str) else ""
+_KEY_BEFORE = re.compile(r"([A-Za-z][A-Za-z0-9]*(?: [A-Za-z][A-Za-z0-9]*)?)[^A-Za-z0-9]*$")
+
+
+def _key_before(text: str) -> str:
+    """The word (or space-separated pair) just before a value: the key or option it is given to
+    ('"password": "', '--os-password ', 'PRIVATE KEY-----' on the line above), not the words before that
+    ('"passwordCredentials": {"username": "' gives 'username')."""
+    lines = [ln for ln in text.splitlines() if ln.strip()] if text.endswith("\n") else text.splitlines()
+    match = _KEY_BEFORE.search(lines[-1]) if lines else None
+    return match.group(1) if match else ""
+
+
+def _context(template: Any, token: str, others: list[str]) -> str:
+    """What a str_replace template says about ``token``: the key before each of its occurrences, and the
+    rest of the line when it is the only value substituted there ('echo "$TK" > /etc/ipsec.secrets')."""
+    if not isinstance(template, str) or not token:
+        return token
+    out = [token]
+    for line in template.splitlines():
+        if token not in line:
+            continue
+        parts = line.split(token)
+        out.extend(_key_before(part) for part in parts[:-1])
+        if not any(o in line for o in others if o != token and token not in o):
+            out.append(parts[-1])
+    return "\n".join(out)
 
 
 def _sinks(value: Any, where: tuple[Any, ...], rtype: str, key: str, text: str,
@@ -84,9 +108,9 @@ def _sinks(value: Any, where: tuple[Any, ...], rtype: str, key: str, text: str,
         args = args if isinstance(args, dict) else {}
         template, params = args.get("template"), args.get("params")
         _sinks(template, where, rtype, key, text, out)
+        tokens = [str(t) for t in params] if isinstance(params, dict) else []
         for token, sub in (params.items() if isinstance(params, dict) else ()):
-            around = f"{token}\n{_lines_with(template, str(token))}"
-            _sinks(sub, where, rtype, key, around, out)
+            _sinks(sub, where, rtype, key, _context(template, str(token), tokens), out)
         return
     if isinstance(value, dict) and len(value) == 1 and next(iter(value)) == "list_join":
         args = value["list_join"]
@@ -94,7 +118,9 @@ def _sinks(value: Any, where: tuple[Any, ...], rtype: str, key: str, text: str,
         for i, item in enumerate(items):
             before = items[i - 1] if i > 0 and isinstance(items[i - 1], str) else ""
             after = items[i + 1] if i + 1 < len(items) and isinstance(items[i + 1], str) else ""
-            around = "\n".join([*before.splitlines()[-2:], *after.splitlines()[:2]])  # the lines it is on
+            following = items[i + 2] if i + 2 < len(items) else None
+            alone = "\n" in after or not (following is None or isinstance(following, str))
+            around = _key_before(before) + ("\n" + after.split("\n", 1)[0] if alone else "")
             _sinks(item, where, rtype, key, around, out)
         return
     if isinstance(value, dict):
