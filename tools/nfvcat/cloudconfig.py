@@ -32,7 +32,7 @@ class CloudConfig:
     positions: yamlpos.Positions | None = None  # of the text, when it is text
     block: tuple[int, int] | None = None  # file line before the block's first line, and its indent
     error: str | None = None  # the text is not YAML
-    template: bool = False  # a str_replace template: its values are placeholders until deploy time
+    template: bool = False  # values known only at deploy time (str_replace placeholders, get_param...)
 
     def locate(self, path: tuple[Any, ...] | list[Any]) -> tuple[tuple[Any, ...], int | None, int | None]:
         """The document key path for ``path`` inside the cloud-config, and the file line and column when
@@ -84,8 +84,8 @@ def cloud_configs(doc: Document) -> Iterator[CloudConfig]:
         return
     for name, body in hot.resources(doc.data, "OS::Heat::CloudConfig"):
         cfg = hot.props(body).get("cloud_config")
-        if isinstance(cfg, dict) and not _has_functions(cfg):
-            yield CloudConfig(cfg, ("resources", name, "properties", "cloud_config"))
+        if isinstance(cfg, dict):  # with intrinsic functions inside, only its keys are known offline
+            yield CloudConfig(cfg, ("resources", name, "properties", "cloud_config"), template=_has_functions(cfg))
     for rtype, prop in _TEXT_HOLDERS:
         for name, body in hot.resources(doc.data, rtype):
             text = hot.props(body).get(prop)
