@@ -42,8 +42,7 @@ def translate(path: str, params: dict[str, Any] | None = None) -> dict[str, Any]
 
     from nfvcat.engines import tosca as engine
 
-    engine.setup()  # the engine's offline SOL001 import resolution, once per process
-    engine._state["bare_sol001"] = True
+    engine.offline_setup()
     logging.getLogger("tosca").setLevel(logging.ERROR)
     logging.getLogger("heat-translator").setLevel(logging.ERROR)
     params = dict(params or {})

@@ -28,7 +28,8 @@ from typing import Any
 
 import yaml
 
-from nfvcat.documents import display_path
+from nfvcat.documents import Document, display_path
+from nfvcat.engines.jobs import EngineJob, JobContext
 from nfvcat.engines.worker import Job, Result, finding, serve
 from nfvcat.rules.parsing.e0009_engine_failure import EngineFailure
 from nfvcat.rules.tosca.e4001_tosca_parser import ToscaParserValidation
@@ -70,6 +71,20 @@ def local_defs() -> dict[str, str]:
             for raw in ("raw", "-/raw"):
                 defs[f"{SOL001_BASE}/{raw}/v{version}/{name}"] = os.path.join(sol001_dir(), name)
     return defs
+
+
+def jobs(doc: Document, ctx: JobContext) -> list[EngineJob]:
+    """tosca-parser (and tacker, for a CSAR) on every TOSCA template, VNFD and package."""
+    if doc.kind in ("tosca", "vnfd", "csar"):
+        return [EngineJob(ENGINE, doc, {"file": doc.abspath, "kind": doc.kind})]
+    return []
+
+
+def offline_setup() -> None:
+    """tosca-parser set up offline in this process (once), SOL001 imported by bare name resolved to the
+    copies tacker ships: for the commands that parse TOSCA in-process (translate)."""
+    setup()
+    _state["bare_sol001"] = True
 
 
 def setup() -> None:

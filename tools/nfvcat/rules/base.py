@@ -14,26 +14,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from nfvcat.catalog.site import SiteProfile
 from nfvcat.findings import RawFinding
 
 if TYPE_CHECKING:  # documents and yamlpos name their findings by these rule classes
     from nfvcat.documents import Document
-
-# The page sizes an x86_64 host offers (base pages, 2 MiB and 1 GiB huge pages), in KiB.
-X86_64_PAGE_SIZES_KB = (4, 2048, 1048576)
-
-
-@dataclass
-class SiteProfile:
-    """Which physnet is SR-IOV and which OVS-DPDK, and their VLAN ranges; the page sizes of the hosts."""
-
-    path: str = ""
-    physnets: dict[str, dict[str, Any]] = field(default_factory=dict)
-    page_sizes_kb: tuple[int, ...] = X86_64_PAGE_SIZES_KB
-
-    def physnet_type(self, name: Any) -> str | None:
-        entry = self.physnets.get(name) if isinstance(name, str) else None
-        return entry.get("type") if isinstance(entry, dict) else None
 
 
 @dataclass
