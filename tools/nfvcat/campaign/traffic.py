@@ -20,7 +20,8 @@ from nfvcat.day0.netns import Lab, run
 
 LOAD_PORT, PROBE_PORT = 5001, 5002
 SINK_TABLE = "nfvcat_sink"
-SETTLE = 0.25  # seconds for frames in flight after the generator stops
+SETTLE = 0.2  # seconds without a new frame at the sink: the chain has drained
+DRAIN_LIMIT = 5.0
 
 
 @dataclass
@@ -156,8 +157,21 @@ def warm_up(lab: Lab, ep: Endpoints) -> None:
 def trial(gen: Generator, sink: Sink, frame: str, rate_pps: float, seconds: float) -> Trial:
     before = sink.count()
     sent, tx_seconds = gen.send(frame, rate_pps, seconds)
-    time.sleep(SETTLE)
-    return Trial(frame, rate_pps, sent, sink.count() - before, tx_seconds)
+    return Trial(frame, rate_pps, sent, settled(sink) - before, tx_seconds)
+
+
+def settled(sink: Sink, limit: float = DRAIN_LIMIT) -> int:
+    """The sink's count once frames still queued in the chain (a user-space ESP queue, say) have arrived:
+    read until two reads ``SETTLE`` apart agree, at most ``limit`` seconds."""
+    deadline = time.monotonic() + limit
+    last = sink.count()
+    while time.monotonic() < deadline:
+        time.sleep(SETTLE)
+        now = sink.count()
+        if now == last:
+            return now
+        last = now
+    return last
 
 
 PROBE_RX = r"""

@@ -105,15 +105,17 @@ def _run_services(chain: Chain, who: str) -> None:
 
 
 def build(lab: Lab, workdir: Path, kernel_esp: bool | None = None, charon_extra: str = "",
-          responder_delay: float | None = None, tunnel_timeout: float | None = 30) -> Chain:
+          responder_delay: float | None = None, tunnel_timeout: float | None = 30,
+          vnf_parameters: dict[str, str] | None = None) -> Chain:
     """Namespaces, links, rendered day-0 applied, charon per gateway; returns when the tunnel is up.
     With ``responder_delay`` the initiator gateway is set up first and the responder that many seconds later
-    (a peer that boots late); with ``tunnel_timeout=None`` it returns without waiting for the tunnel."""
+    (a peer that boots late); with ``tunnel_timeout=None`` it returns without waiting for the tunnel.
+    ``vnf_parameters`` are added to the vRouter's day-0 parameters (e.g. empty ACL lists)."""
     if kernel_esp is None:
         kernel_esp = kernel_esp_available()
     chain = Chain(lab, workdir, kernel_esp)
     t0 = time.monotonic()
-    chain.day0["vr"] = render("vnf-vrouter", parameters=vrouter_parameters())
+    chain.day0["vr"] = render("vnf-vrouter", parameters={**vrouter_parameters(), **(vnf_parameters or {})})
     chain.day0["ga"] = render("vnf-ipsec-gw", parameters=gateway_parameters("a", udp_encap=not kernel_esp))
     chain.day0["gb"] = render("vnf-ipsec-gw", parameters=gateway_parameters("b", udp_encap=not kernel_esp))
     chain.timings["render"] = time.monotonic() - t0
@@ -236,16 +238,18 @@ class Line:
 
 
 def build_line(lab: Lab, workdir: Path, length: int, vnf_parameters: dict[str, str] | None = None,
-               plain: bool = False, vnf: str = "vnf-vrouter") -> Line:
+               plain: bool = False, vnf: str = "vnf-vrouter", rendered: dict[str, Day0] | None = None) -> Line:
     """``length`` vRouters in series, each from its own rendered day-0 data (``vnf_parameters`` added to
-    every one's, e.g. empty ACL lists); with ``plain`` namespaces that only forward (the baseline)."""
+    every one's, e.g. empty ACL lists; or ``rendered`` already, by ``r1``..); with ``plain`` namespaces that
+    only forward (the baseline)."""
     if length < 1:
         raise ValueError("a line needs at least one router")
     chain = Chain(lab, workdir, kernel_esp=False)
     t0 = time.monotonic()
     if not plain:
         for i in range(1, length + 1):
-            chain.day0[f"r{i}"] = render(vnf, parameters=line_vrouter_parameters(i, length, vnf_parameters))
+            chain.day0[f"r{i}"] = (rendered or {}).get(f"r{i}") or render(
+                vnf, parameters=line_vrouter_parameters(i, length, vnf_parameters))
     chain.timings["render"] = time.monotonic() - t0
     for who in ("src", *[f"r{i}" for i in range(1, length + 1)], "dst"):
         chain.ns[who] = lab.ns(who)
@@ -277,3 +281,18 @@ def build_line(lab: Lab, workdir: Path, length: int, vnf_parameters: dict[str, s
             chain.ifname.update({(who, "left"): "left", (who, "right"): "right"})
     chain.timings["vrouter setup"] = time.monotonic() - t1
     return line
+
+
+def rendered_acl_rules(path: Path) -> list[tuple[str, str]]:
+    """(nftables chain, rule) in order, from an ACL file the vRouter's day-0 produced."""
+    rules: list[tuple[str, str]] = []
+    current = None
+    for raw in path.read_text().splitlines():
+        line = raw.strip()
+        if line.startswith("chain ") and line.endswith("{"):
+            current = line.split()[1]
+        elif line == "}":
+            current = None
+        elif current and line and not line.startswith(("type ", "#")):
+            rules.append((current, line))
+    return rules
