@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 from pathlib import Path
 
@@ -34,10 +35,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 def run(args: argparse.Namespace) -> int:
     from nfvcat.campaign import reports, runner, tdf
 
     description = tdf.load(args.tdf)
+    for sig in (signal.SIGTERM, signal.SIGHUP):  # unwind: every chain of the campaign is torn down
+        signal.signal(sig, _interrupt)
 
     def say(text: str) -> None:
         if not args.quiet:
