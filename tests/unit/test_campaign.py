@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import xml.etree.ElementTree as ET
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +13,7 @@ import yaml
 
 from nfvcat.campaign import reports, rfc2544, runner, tdf
 from nfvcat.campaign.results import FAIL, PASS, SKIP, CampaignRecord, Step, TestRecord
+from nfvcat.campaign.traffic import Trial
 from nfvcat.day0 import frames
 from nfvcat.errors import UserError
 from tests.conftest import ROOT
@@ -21,33 +21,13 @@ from tests.conftest import ROOT
 LAB = ROOT / "tests" / "tdf" / "lab.yaml"
 
 
-@dataclass
-class FakeTrial:
-    frame: str
-    requested_pps: float
-    sent: int
-    received: int
-    tx_seconds: float
-
-    @property
-    def offered_pps(self) -> float:
-        return self.sent / self.tx_seconds
-
-    @property
-    def loss(self) -> float:
-        return (self.sent - self.received) / self.sent
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"requested_pps": self.requested_pps, "sent": self.sent, "received": self.received}
-
-
 def device(capacity: float, generator_max: float = 1e9) -> Any:
     """A device that forwards up to ``capacity`` frames/s and loses the excess; a generator that tops out."""
-    def trial(frame: str, rate: float, seconds: float) -> FakeTrial:
+    def trial(frame: str, rate: float, seconds: float) -> Trial:
         offered = min(rate, generator_max)
         sent = int(offered * seconds)
         received = sent if offered <= capacity else int(capacity * seconds)
-        return FakeTrial(frame, rate, sent, received, seconds)
+        return Trial(frame, rate, sent, received, seconds)
     return trial
 
 
