@@ -67,7 +67,8 @@ def test_lab_campaign_passes_with_rfc2544_results(campaign: tuple[Ran, Path]) ->
             assert s["trials"], f"{name} {s['frame']}: no trial recorded"
             assert s["throughput_pps"] > 0
             passing = [t for t in s["trials"] if t["passed"]]
-            assert passing and s["throughput_pps"] == max(t["offered_pps"] for t in passing)
+            offered = [t["offered_pps"] for t in passing]
+            assert passing and min(offered) <= s["throughput_pps"] <= max(offered)
     assert [e["status"] for e in tests["vrouter-acl"]["expectations"]] == ["PASS", "PASS"]
     assert tests["vrouter-2vnf"]["vnfs"] == 2 and tests["vrouter-2vnf"]["latency"]["received"] > 0
     steps = [s["name"] for s in tests["vrouter-acl"]["steps"]]

@@ -51,6 +51,34 @@ def test_a_slow_generator_is_reported_not_mistaken_for_the_device() -> None:
     assert s.generator_limited and s.throughput_pps == 80_000
 
 
+def test_generator_limited_rate_is_the_median_of_its_samples() -> None:
+    rates = iter([70_000.0, 90_000.0, 50_000.0])
+
+    def trial(frame: str, rate: float, seconds: float) -> Trial:
+        offered = next(rates)
+        return Trial(frame, rate, int(offered * seconds), int(offered * seconds), seconds)
+
+    s = rfc2544.search("64", rfc2544.Settings(max_rate_pps=1_000_000, samples=3), trial)
+    assert s.generator_limited and len(s.trials) == 3 and s.throughput_pps == 70_000
+
+
+def test_a_sample_that_loses_frames_sends_the_search_below_it() -> None:
+    """The first trial at the generator's limit passes, a repeat at that rate loses: the limit is not the
+    throughput, the search goes on below the losing rate."""
+    asked: list[float] = []
+
+    def trial(frame: str, rate: float, seconds: float) -> Trial:
+        asked.append(rate)
+        offered = min(rate, 70_000.0)  # the generator's limit
+        sent = int(offered * seconds)
+        lossy = len(asked) == 2 or (len(asked) > 3 and offered > 60_000)  # the device forwards 60k
+        return Trial(frame, rate, sent, sent // 2 if lossy else sent, seconds)
+
+    s = rfc2544.search("64", rfc2544.Settings(max_rate_pps=1_000_000, samples=3, max_trials=20), trial)
+    assert not s.generator_limited and asked[3] == 35_000
+    assert 57_000 <= s.throughput_pps <= 60_000
+
+
 def test_loss_tolerance_and_max_trials() -> None:
     lossy = device(100_000)
     strict = rfc2544.search("64", rfc2544.Settings(max_rate_pps=200_000, max_trials=3), lossy)

@@ -207,7 +207,8 @@ def from_data(data: dict[str, Any], path: Path) -> Tdf:
                 min_rate_pps=float(d.get("min_rate_pps", defaults.min_rate_pps)),
                 resolution=float(d.get("resolution", defaults.resolution)),
                 loss_tolerance=float(d.get("loss_tolerance", defaults.loss_tolerance)),
-                max_trials=int(d.get("max_trials", defaults.max_trials)))
+                max_trials=int(d.get("max_trials", defaults.max_trials)),
+                samples=int(d.get("samples", defaults.samples)))
             lat = d.get("latency")
             latency = LatencySpec(str(lat.get("frame", "64")), float(lat.get("load_fraction", 0.5)),
                                   int(lat.get("probes", 200)), float(lat.get("interval_ms", 2.0))) if lat else None
