@@ -16,7 +16,7 @@ from nfvcat.campaign.results import FAIL, PASS, SKIP, CampaignRecord, Step, Test
 from nfvcat.campaign.traffic import Trial
 from nfvcat.day0 import frames
 from nfvcat.errors import UserError
-from tests.conftest import ROOT
+from tests.conftest import ROOT, nfvcat
 
 LAB = ROOT / "tests" / "tdf" / "lab.yaml"
 
@@ -213,3 +213,27 @@ def test_html_embeds_the_data_and_fetches_nothing() -> None:
     assert "https://" not in page
     data = page.split('<script id="data" type="application/json">')[1].split("</script>")[0]
     assert json.loads(data)["tests"][1]["name"] == "broken"
+
+
+def test_cli_bad_tdf_and_unknown_test_are_usage_errors(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("kind: nfvcat/test-description\ngeneral: {target: {lab: vm2}}\ntests: []\n")
+    proc = nfvcat("test", str(bad))
+    assert proc.returncode == 1 and proc.stderr.count("\n") == 1 and "E0013" in proc.stderr
+    assert f"{bad}:2:" in proc.stderr, proc.stderr
+    proc = nfvcat("test", str(LAB), "--only", "nope", "-o", str(tmp_path / "r"))
+    assert proc.returncode == 1 and "--only nope: no such test" in proc.stderr
+
+
+def test_cli_lab_that_cannot_run_is_exit_3_with_reports(tmp_path: Path) -> None:
+    tdf_path = _write(tmp_path, {"kind": "nfvcat/test-description", "general": {"target": {"lab": "netns"}},
+                                 "tests": [{"name": "a", "lab": {"topology": "forwarder"},
+                                            "dataplane": {"frames": [64]}}]})
+    proc = nfvcat("test", str(tdf_path), "-o", str(tmp_path / "r"), env={"PATH": str(tmp_path / "nothing")})
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    doc = json.loads((tmp_path / "r" / "results.json").read_text())
+    steps = {s["name"]: s["status"] for s in doc["tests"][0]["steps"]}
+    assert steps["render"] == "ERROR" and steps["build"] == "SKIP" and steps["dataplane"] == "SKIP"
+    assert doc["results"][0]["criteria"] == "FAIL"
+    root = ET.parse(tmp_path / "r" / "junit.xml").getroot()
+    assert root.get("errors") == "1"
