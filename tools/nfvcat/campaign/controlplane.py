@@ -3,7 +3,6 @@ check and terminate on a cloud of clouds.yaml (the library functions the lifecyc
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,21 +23,17 @@ class CannotRun(Exception):
 
 
 def chain_files(test: TestSpec) -> tuple[Path, list[Path]]:
-    from nfvcat.cloud import catalog as cloud_catalog
+    """The chain's template and its environments (files, or names of the entry's examples)."""
+    from nfvcat.catalog import entries
 
     assert test.chain is not None
-    entry = cloud_catalog.heat_entry(test.chain)
-    envs = []
-    for e in test.environment:
-        path = Path(e) if Path(e).is_file() else entry.example(e)
-        if path is None:
-            raise StepFailed(f"environment {e}: no such file, nor an example of {entry.name}")
-        envs.append(path)
-    return entry.template, envs
+    entry = entries.find(catalog.require_root(), test.chain, "heat")
+    return entry.template, entry.environments(test.environment)
 
 
 def validate(test: TestSpec) -> str:
-    from nfvcat.validate import Options, validate_paths
+    from nfvcat.validation.model import Options
+    from nfvcat.validation.pipeline import validate_paths
 
     template, envs = chain_files(test)
     report = validate_paths([str(template)], Options(environments=[str(e) for e in envs],
@@ -103,13 +98,13 @@ def plan(test: TestSpec, general: General) -> tuple[str, list[dict[str, str]]]:
 
 
 def _place(template: str, params: dict[str, Any], inv_path: str | None) -> tuple[bool, str, list[dict[str, str]]]:
-    from nfvcat.plan import hot_reader, inventory, request
+    from nfvcat.plan import hot_reader, inventory
     from nfvcat.plan.planner import Planner
 
     data = _read_yaml(template)
     networks = catalog.provider_networks(catalog.find_root(), _read_yaml)
     try:
-        chain = hot_reader.load(template, data, params, request.default_flavor_dirs(), networks)
+        chain = hot_reader.load(template, data, params, None, networks)
         inv = inventory.load(inv_path)
     except UserError as exc:
         return True, str(exc), []
@@ -191,10 +186,11 @@ class CloudRun:
             raise StepFailed(str(exc)) from None
 
     def onboard(self) -> str:
-        from nfvcat.cloud import catalog as cloud_catalog
+        from nfvcat.catalog import flavors as catalog_flavors
         from nfvcat.cloud import onboarding
 
-        known = {str(f["name"]) for f in cloud_catalog.flavors()}
+        root = catalog.require_root()
+        known = {f.name for f in catalog_flavors.all_flavors(root)}
         unknown = sorted(set(self.test.flavors) - known)
         if unknown:
             raise StepFailed(f"flavor(s) not in the catalog: {', '.join(unknown)} (have: {', '.join(sorted(known))})")
@@ -203,41 +199,27 @@ class CloudRun:
 
         def work() -> None:
             if self.general.image_dir is not None:
-                plan.add(*onboarding.images(conn, self.general.image_dir, {}, False, self.say))
-            plan.add(*onboarding.flavors(conn, False, set(self.test.flavors) or None))
-            plan.add(*onboarding.networks(conn, False, self.say, 600))
+                plan.add(*onboarding.images(conn, root, self.general.image_dir, {}, False, self.say))
+            plan.add(*onboarding.flavors(conn, root, False, set(self.test.flavors) or None))
+            plan.add(*onboarding.networks(conn, root, False, self.say, 600))
 
         self._api("onboard", work)
         return f"{plan.changes} change(s), {len(plan.actions) - plan.changes} unchanged"
 
     def instantiate(self, timeout: float = 900) -> str:
-        from nfvcat.cloud.stacks import StackFailed, Stacks, bundle
+        from nfvcat.cloud.stacks import Stacks, bundle, converge, stack_parameters
 
         conn = self._connect()
         template, envs = chain_files(self.test)
         b = bundle(template, envs)
-        stacks = Stacks(conn, self.say)
-        params = dict(self.test.parameters)
-        for name in b.template.get("parameters") or {}:  # secrets as `nfvcat instantiate` takes them
-            secret = os.environ.get(f"NFVCAT_SECRET_{str(name).upper()}")
-            if secret is not None:
-                params[str(name)] = secret
+        given = dict(self.test.parameters)
         if self.general.availability_zone and "availability_zone" in (b.template.get("parameters") or {}):
-            params.setdefault("availability_zone", self.general.availability_zone)
-
-        def work() -> str:
-            existing = stacks.find(self.stack_name)
-            if existing is not None:  # a run that was killed: start from nothing
-                stacks.delete(self.stack_name, str(existing["id"]))
-                stacks.wait(self.stack_name, str(existing["id"]), "DELETE", timeout)
-            self.stack_id = stacks.create(self.stack_name, b, params, int(timeout // 60) + 1)
-            try:
-                stacks.wait(self.stack_name, self.stack_id, "CREATE", timeout)
-            except StackFailed as exc:
-                raise StepFailed(f"{self.stack_name}: {exc.reason}") from None
-            return f"stack {self.stack_name} ({self.stack_id}) CREATE_COMPLETE"
-
-        return str(self._api(f"instantiate {self.stack_name}", work))
+            given.setdefault("availability_zone", self.general.availability_zone)
+        params = stack_parameters(b.template, given)  # use_config_drive, NFVCAT_SECRET_* as instantiate does
+        stacks = Stacks(conn, self.say)
+        self.stack_id = str(self._api(f"instantiate {self.stack_name}",
+                                      lambda: converge(stacks, self.stack_name, b, params, timeout)))
+        return f"stack {self.stack_name} ({self.stack_id}) complete"
 
     def check(self) -> list[dict[str, str]]:
         from nfvcat.cloud.placement_check import check_stack
@@ -249,19 +231,14 @@ class CloudRun:
         return verdict_rows(verdicts, "check")
 
     def terminate(self, timeout: float = 900) -> str:
-        from nfvcat.cloud.stacks import Stacks
+        from nfvcat.cloud.stacks import Stacks, delete_and_verify
 
-        if self.stack_id is None:
-            return "no stack was created"
         conn = self._connect()
         stacks = Stacks(conn, self.say)
-        sid = self.stack_id
-
-        def work() -> None:
-            stacks.delete(self.stack_name, sid)
-            stacks.wait(self.stack_name, sid, "DELETE", timeout)
-
-        self._api(f"terminate {self.stack_name}", work)
-        return f"stack {self.stack_name} deleted"
-
-
+        left = self._api(f"terminate {self.stack_name}",
+                         lambda: delete_and_verify(conn, stacks, self.stack_name, timeout))
+        if left is None:
+            return "no stack to delete"
+        if left:
+            raise StepFailed(f"stack {self.stack_name} deleted, but still there: {', '.join(left)}")
+        return f"stack {self.stack_name} deleted, every server, port and network of it gone"
