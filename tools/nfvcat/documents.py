@@ -18,7 +18,7 @@ from nfvcat.rules.parsing.e0005_not_text import NotText
 from nfvcat.rules.parsing.e0006_duplicate_key import DuplicateKey
 
 KINDS = ("hot", "environment", "tosca", "vnfd", "csar", "cloud-config", "flavor", "entry",
-         "site-profile", "inventory", "placement-request", "unknown")
+         "site-profile", "inventory", "placement-request", "test-description", "unknown")
 HEAT_ENV_SECTIONS = {"parameters", "parameter_defaults", "resource_registry", "event_sinks",
                      "encrypted_param_names", "parameter_merge_strategies"}
 CLOUD_CONFIG_HINT_KEYS = {"runcmd", "write_files", "packages", "bootcmd", "users", "ssh_authorized_keys",
@@ -66,6 +66,8 @@ def detect_kind(data: Any, text: str, name: str) -> str:
         return "inventory"
     if data.get("kind") == "nfvcat/placement-request":
         return "placement-request"
+    if data.get("kind") == "nfvcat/test-description":
+        return "test-description"
     if os.path.basename(name) == "entry.yaml" or data.get("kind") == "nfvcat/entry":
         return "entry"
     if "extra_specs" in data and ("vcpus" in data or "ram" in data):
