@@ -19,8 +19,9 @@ from dataclasses import dataclass
 from nfvcat.documents import Document
 from nfvcat.findings import Finding, Suppressed
 from nfvcat.project import Project
+from nfvcat.rules.parsing.e0009_engine_failure import EngineFailure
 
-NEVER = frozenset({"E0009"})
+NEVER = frozenset({EngineFailure.id})
 FILE_COMMENT = re.compile(r"^[ \t]*#[ \t]*nfvcat:[ \t]*ignore-file\b[ \t]*([^\n#]*)", re.MULTILINE)
 RULE_ID = re.compile(r"^[EWI][0-9]{0,4}$")
 
