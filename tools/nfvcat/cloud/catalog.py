@@ -73,7 +73,25 @@ def images() -> list[dict[str, Any]]:
     return list(seen.values())
 
 
+def site_profile(path: Path | None = None) -> dict[str, Any]:
+    """templates/site-profile.yaml (or ``path``): physnets, [pci] aliases, host kinds."""
+    data = _yaml(path or root() / "templates" / "site-profile.yaml") or {}
+    if not isinstance(data, dict):
+        raise UserError(f"{path or 'templates/site-profile.yaml'}: not a site profile (expected a mapping)")
+    return data
+
+
 def site() -> dict[str, dict[str, Any]]:
     """physnet -> {type, vlan_ranges} from templates/site-profile.yaml."""
-    data = _yaml(root() / "templates" / "site-profile.yaml") or {}
-    return dict(data.get("physnets") or {})
+    return dict(site_profile().get("physnets") or {})
+
+
+def pci_aliases() -> list[dict[str, Any]]:
+    """The site's Nova [pci] alias entries (objects, as nova.conf's JSON)."""
+    return [dict(a) for a in (site_profile().get("pci") or {}).get("alias") or [] if isinstance(a, dict)]
+
+
+def vswitch(role: str) -> str:
+    """The virtual switch a host of this kind (inventory role) runs: ovs-dpdk or ovs."""
+    kinds = site_profile().get("host_kinds") or {}
+    return str((kinds.get(role) or {}).get("vswitch") or "ovs")

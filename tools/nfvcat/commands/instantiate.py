@@ -10,6 +10,7 @@ environment variables and are never printed.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from pathlib import Path
@@ -17,14 +18,13 @@ from typing import Any
 
 import yaml
 
-from nfvcat.errors import EXIT_FINDINGS, EXIT_USAGE, UserError
+from nfvcat.errors import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, UserError
 
 SECRET_ENV = "NFVCAT_SECRET_"
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from nfvcat.cloud.connect import add_cloud_args
-    from nfvcat.commands.check import add_inventory_arg
+    from nfvcat.cloud.connect import add_check_args, add_cloud_args
 
     p = subparsers.add_parser("instantiate", help="deploy a chain of the catalog as a Heat stack, then check it",
                               description=__doc__)
@@ -39,7 +39,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--timeout", type=float, default=900, help="seconds to wait for the stack")
     p.add_argument("--no-check", action="store_true", help="skip nfvcat check at the end")
     add_cloud_args(p)
-    add_inventory_arg(p)
+    add_check_args(p)
     p.set_defaults(func=run)
 
 
@@ -71,8 +71,9 @@ def parameters(args: argparse.Namespace, template: dict[str, Any]) -> dict[str, 
 def run(args: argparse.Namespace) -> int:
     from nfvcat.cloud import catalog
     from nfvcat.cloud.connect import cloud_errors, connect
+    from nfvcat.cloud.hostaccess import open_access
+    from nfvcat.cloud.placement_check import load_inventory, report, report_text
     from nfvcat.cloud.stacks import Stacks, bundle
-    from nfvcat.commands.check import load_inventory, report
 
     entry = catalog.heat_entry(args.chain)
     envs = []
@@ -84,6 +85,7 @@ def run(args: argparse.Namespace) -> int:
     b = bundle(entry.template, envs)
     params = parameters(args, b.template)
     inv = load_inventory(args.inventory)
+    access = open_access(args.host_access)
     name = args.stack or entry.name
     conn = connect(args.os_cloud)
 
@@ -100,8 +102,10 @@ def run(args: argparse.Namespace) -> int:
             return 0
         from nfvcat.cloud.placement_check import check_stack
 
-        verdicts = check_stack(conn, name, inv)
-    return report(verdicts, args.format, name)
+        verdicts = check_stack(conn, name, inv, access)
+    result = report(verdicts, name)
+    print(json.dumps(result, indent=2) if args.format == "json" else report_text(verdicts, name))
+    return EXIT_OK if result["ok"] else EXIT_FINDINGS
 
 
 def converge(stacks: Any, name: str, b: Any, params: dict[str, Any], timeout_min: int, timeout: float,
