@@ -174,8 +174,8 @@ def apis_all(state: State) -> list[Service]:
 
 
 def switch(state: State, c: computes_mod.Compute) -> list[Service]:
-    """A compute's own plain userspace Open vSwitch (ovsdb-server and ovs-vswitchd), for hosts not on the main
-    switch."""
+    """A compute's own plain userspace Open vSwitch (ovsdb-server and ovs-vswitchd with dummy netdevs), for hosts
+    not on the main switch: its agent reports no vhost-user interface type, so normal ports bind ``ovs``."""
     if c.main_switch:
         return []
     run = c.ovs_run(state)
@@ -190,7 +190,9 @@ def switch(state: State, c: computes_mod.Compute) -> list[Service]:
             f"--unixctl={run / 'ovsdb-server.ctl'}", f"--log-file={state.log / c.service('ovsdb-server')}.log"],
             lambda: (run / "db.sock").exists(), env=env),
         Service(c.service("ovs-vswitchd"), [
-            vswitchd, f"unix:{run / 'db.sock'}", f"--pidfile={run / 'ovs-vswitchd.pid'}",
+            # dummy netdevs: a second userspace datapath's tap devices (ovs-netdev, the bridges') would collide
+            # with the main switch's in the kernel
+            vswitchd, "--enable-dummy=override", f"unix:{run / 'db.sock'}", f"--pidfile={run / 'ovs-vswitchd.pid'}",
             f"--unixctl={run / 'ovs-vswitchd.ctl'}", f"--log-file={state.log / c.service('ovs-vswitchd')}.log"],
             command_ok(["ovs-appctl", "-t", str(run / "ovs-vswitchd.ctl"), "version"]), env=env),
     ]
