@@ -270,3 +270,12 @@ def aggregates(state: State, computes: list[Compute]) -> None:
         want = {str(k): str(v) for k, v in c.spec.aggregate_metadata.items()}
         if any((agg.metadata or {}).get(k) != v for k, v in want.items()):
             conn.compute.set_aggregate_metadata(agg, want)
+
+
+def quotas(state: State) -> None:
+    """No compute quota on the admin project: a dev cloud's limits are its hosts (Nova's defaults, 20 cores and
+    10 instances, would stop the catalog's 13 flavors long before the hosts are full)."""
+    import openstack
+
+    conn = openstack.connect(auth=admin_auth(state), region_name=REGION, identity_api_version="3")
+    conn.set_compute_quotas("admin", cores=-1, ram=-1, instances=-1)

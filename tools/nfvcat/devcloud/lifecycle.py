@@ -171,6 +171,7 @@ def up(state: State, inv_path: Path | None, out: TextIO = sys.stderr, quiet: boo
         per_host[c.name] = time.monotonic() - t
     bootstrap.wait_computes(state, hosts, progress.say)
     bootstrap.aggregates(state, hosts)
+    bootstrap.quotas(state)
     progress.say("host aggregates: " + "; ".join(f"{c.name} {c.spec.aggregate_metadata}" for c in hosts))
     return {"already_up": False, "dpdk": dpdk, "first_start": first, "seconds": time.monotonic() - progress.t0,
             "hosts": [c.name for c in hosts], "inventory": str(inv_file)}
