@@ -12,13 +12,37 @@ from typing import Any
 
 import pytest
 import requests_mock
+import yaml
 
 from nfvcat.cloud import placement_check as pc
 from nfvcat.cloud.hostaccess import HostFacts, LibvirtXml
 from nfvcat.plan import inventory
 
-ROOT = Path(__file__).resolve().parents[2]
-INV = inventory.load(str(ROOT / "tools/nfvcat/devcloud/inventory.yaml"))
+INVENTORY = """
+kind: nfvcat/inventory
+hosts:
+  - name: devcloud-smt
+    numa_cells:
+      - {id: 0, socket: 0, cpu_shared_set: "0-1,16-17", cpu_dedicated_set: "2-7,18-23", siblings: {offset: 16},
+         memory_mb: 16384, hugepages: [{size: 1G, total: 8}]}
+      - {id: 1, socket: 1, cpu_shared_set: "8-9,24-25", cpu_dedicated_set: "10-15,26-31", siblings: {offset: 16},
+         memory_mb: 16384, hugepages: [{size: 1G, total: 8}]}
+    pci_devices: &devices
+      - {address: "0000:3b:00.0", vendor_id: "8086", product_id: "1572", numa_node: 0, device: ens1f0,
+         physnet: physnet_sriov, vfs: {count: 8, product_id: "154c"}}
+      - {address: "0000:af:00.0", vendor_id: "8086", product_id: "1572", numa_node: 1, device: ens4f0,
+         physnet: physnet_sriov, vfs: {count: 8, product_id: "154c"}}
+      - {address: "0000:3d:00.0", kind: qat, vendor_id: "8086", product_id: "37c8", numa_node: 0,
+         vfs: {count: 4, product_id: "37c9"}}
+      - {address: "0000:b1:00.0", kind: qat, vendor_id: "8086", product_id: "37c8", numa_node: 1,
+         vfs: {count: 4, product_id: "37c9"}}
+  - name: devcloud-nosmt
+    numa_cells:
+      - {id: 0, socket: 0, cpu_shared_set: "0-1", cpu_dedicated_set: "2-7", memory_mb: 16384}
+      - {id: 1, socket: 1, cpu_shared_set: "8-9", cpu_dedicated_set: "10-15", memory_mb: 16384}
+    pci_devices: *devices
+"""
+INV = inventory.from_data(yaml.safe_load(INVENTORY))
 NOVA, NEUTRON, HEAT, PLACEMENT = "http://nova.test/v2.1", "http://neutron.test", "http://heat.test/v1", \
     "http://placement.test"
 SMT, NOSMT = "devcloud-smt", "devcloud-nosmt"
