@@ -35,7 +35,8 @@ def catalog_flavors() -> dict[str, dict[str, Any]]:
 
 
 def template(flavors: list[str]) -> dict[str, Any]:
-    """One server per flavor, each with the port its flavor is for (SR-IOV, OVS-DPDK) or a management port."""
+    """One server per flavor, each with the port its flavor is for (SR-IOV, OVS-DPDK) or a management port,
+    booted one after the other."""
     resources: dict[str, Any] = {}
     for i, name in enumerate(flavors):
         net, vnic = PORT_OF.get(name, ("nfv-mgmt", "normal"))
@@ -45,6 +46,8 @@ def template(flavors: list[str]) -> dict[str, Any]:
         resources[f"server{i}"] = {"type": "OS::Nova::Server", "properties": {
             "name": short, "flavor": name, "image": "nfvcat-debian12-vnf",
             "networks": [{"port": {"get_resource": f"port{i}"}}]}}
+        if i:  # one at a time: concurrent claims race for the same NUMA cell and exhaust Nova's retries
+            resources[f"server{i}"]["depends_on"] = [f"server{i - 1}"]
     return {"heat_template_version": "2021-04-16", "resources": resources}
 
 
