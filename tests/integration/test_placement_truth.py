@@ -272,8 +272,9 @@ def test_check_fails_every_injected_wrong_placement(conn: Any, deployed: dict[st
     case("QAT VF on the wrong node", qat["stack"], "PCI NUMA affinity")(qat_wrong_node)
 
     results = []
+    for stack in ("truth-a", "truth-b"):  # clean before; each case is checked clean again after its restore
+        assert check(stack)["ok"], f"{stack}: not clean before the injections"
     for label, stack, expect, make in cases:
-        assert check(stack)["ok"], f"{label}: not clean before the injection"
         with make():
             got = failed(check(stack))
         after = check(stack)
