@@ -96,6 +96,15 @@ class Checker:
             self._facts[sid] = self.access.facts(sid, host)
         return self._facts[sid]
 
+    def host_facts(self, vnf: str, subject: str, check: str, sid: str, host: str | None,
+                   unseen: str) -> HostFacts | None:
+        """The host's facts of a server, or None after a "needs host access" verdict saying why."""
+        facts = self.facts(sid, host)
+        if facts is None:
+            self.add(vnf, subject, check, HOST_ACCESS, f"{unseen} (check --host-access)" if self.access is None
+                     else f"{self.access.name} does not know server {sid}")
+        return facts
+
     def server(self, vnf: str, sid: str) -> None:
         srv = call(self.conn.compute, "GET", f"/servers/{sid}", f"server {sid}",
                    microversion=TOPOLOGY_MICROVERSION)["server"]
@@ -234,11 +243,9 @@ class Checker:
         policy = specs.get("hw:emulator_threads_policy")
         if not policy:
             return
-        facts = self.facts(sid, host)
+        facts = self.host_facts(vnf, name, "emulator threads", sid, host,
+                                f"policy {policy}: no API shows the emulator threads' pCPUs")
         if facts is None:
-            self.add(vnf, name, "emulator threads", HOST_ACCESS,
-                     f"policy {policy}: no API shows the emulator threads' pCPUs (check --host-access)"
-                     if self.access is None else f"policy {policy}: {self.access.name} does not know {sid}")
             return
         spec = self.hosts.get(host or "")
         if policy == "share":
@@ -417,11 +424,9 @@ class Checker:
     def _vf_allocation(self, vnf: str, pname: str, sid: str, host: str | None, slot: str) -> None:
         """Neutron's pci_slot against the device Nova allocated to the instance (no API shows Nova's side for
         Neutron's VFs: Placement does not track devices of a physnet)."""
-        facts = self.facts(sid, host)
+        facts = self.host_facts(vnf, pname, "VF = Nova's allocation", sid, host,
+                                f"Neutron says {slot}; Nova's PCI allocation for Neutron ports is in no API")
         if facts is None:
-            self.add(vnf, pname, "VF = Nova's allocation", HOST_ACCESS,
-                     f"Neutron says {slot}; Nova's PCI allocation for Neutron ports is in no API (check --host-access)"
-                     if self.access is None else f"{self.access.name} does not know {sid}")
             return
         ok = slot in facts.pci
         self.add(vnf, pname, "VF = Nova's allocation", PASS if ok else FAIL,
