@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from nfvcat.cloud import catalog
+from nfvcat import catalog
+from nfvcat.catalog import site
 from nfvcat.devcloud import computes, configs
 from nfvcat.devcloud.state import State
 from nfvcat.errors import UserError
@@ -52,5 +53,6 @@ def test_per_host_configuration(tmp_path: Path) -> None:
 
 def test_vlan_ranges_and_host_kinds_from_the_site_profile() -> None:
     assert configs.vlan_ranges() == "physnet_dpdk:200:299,physnet_mgmt:300:399,physnet_sriov:100:199"
-    assert catalog.vswitch("ovs-dpdk") == "ovs-dpdk" and catalog.vswitch("compute") == "ovs"
-    assert [a["name"] for a in catalog.pci_aliases()] == ["qat-vf"]
+    profile = site.of_catalog(catalog.find_root())
+    assert profile.vswitch("ovs-dpdk") == "ovs-dpdk" and profile.vswitch("compute") == "ovs"
+    assert [a["name"] for a in profile.pci_aliases()] == ["qat-vf"]

@@ -2,30 +2,12 @@
 
 from __future__ import annotations
 
-import argparse
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 from nfvcat.errors import EXIT_ENGINE, EXIT_USAGE, UserError
-
-
-def add_cloud_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--os-cloud", default=None, help="clouds.yaml entry (default: $OS_CLOUD)")
-    p.add_argument("--format", choices=["text", "json"], default="text")
-
-
-def add_check_args(p: argparse.ArgumentParser) -> None:
-    """The options of `check` (also taken by `instantiate`, which ends with one)."""
-    p.add_argument("--inventory", default=os.environ.get("NFVCAT_INVENTORY"),
-                   help="host inventory (format of nfvcat plan) with each host's CPU sets and PF-to-NUMA map "
-                        "(default: $NFVCAT_INVENTORY, else the one `nfvcat devcloud up` was given)")
-    p.add_argument("--host-access", metavar="devcloud|DIR", default=None,
-                   help="read what no API shows (emulator-thread pCPUs, Nova's VF of a Neutron port): 'devcloud' "
-                        "(the dev cloud's recorded state) or a directory of libvirt domain XML "
-                        "(virsh dumpxml, one <instance uuid>.xml per server); without it those verdicts are "
-                        "'needs host access'")
 
 
 def request_id(exc: Exception) -> str:

@@ -4,32 +4,27 @@ deployed chain (see nfvcat.cloud.placement_check)."""
 from __future__ import annotations
 
 import argparse
-import json
 
+from nfvcat.commands import options
 from nfvcat.errors import EXIT_FINDINGS, EXIT_OK
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from nfvcat.cloud.connect import add_check_args, add_cloud_args
-
     p = subparsers.add_parser("check", help="check the placement and port binding of a deployed chain",
                               description=__doc__)
     p.add_argument("chain", help="catalog entry (or stack name, with --stack)")
     p.add_argument("--stack", help="stack name (default: the chain's name)")
-    add_cloud_args(p)
-    add_check_args(p)
+    options.add_cloud(p)
+    options.add_format(p)
+    options.add_inventory(p)
+    options.add_host_access(p)
     p.set_defaults(func=run)
-
-
-def show(result: dict, text: str, fmt: str) -> int:
-    print(json.dumps(result, indent=2) if fmt == "json" else text)
-    return EXIT_OK if result["ok"] else EXIT_FINDINGS
 
 
 def run(args: argparse.Namespace) -> int:
     from nfvcat.cloud.connect import cloud_errors, connect
     from nfvcat.cloud.hostaccess import open_access
-    from nfvcat.cloud.placement_check import check_stack, load_inventory, report, report_text
+    from nfvcat.cloud.placement_check import check_stack, load_inventory, passed, report
 
     inv = load_inventory(args.inventory)
     access = open_access(args.host_access)
@@ -37,4 +32,5 @@ def run(args: argparse.Namespace) -> int:
     stack = args.stack or args.chain
     with cloud_errors(f"check {stack}"):
         verdicts = check_stack(conn, stack, inv, access)
-    return show(report(verdicts, stack), report_text(verdicts, stack), args.format)
+    print(report(verdicts, stack, args.format))
+    return EXIT_OK if passed(verdicts) else EXIT_FINDINGS

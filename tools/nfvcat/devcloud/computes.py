@@ -80,9 +80,11 @@ def layout(inv: inventory.Inventory, vswitch_of: dict[str, str]) -> list[Compute
 
 
 def site_layout(inv: inventory.Inventory) -> list[Compute]:
-    from nfvcat.cloud import catalog
+    from nfvcat import catalog
+    from nfvcat.catalog import site
 
-    return layout(inv, {h.role: catalog.vswitch(h.role) for h in inv.hosts})
+    profile = site.of_catalog(catalog.find_root())
+    return layout(inv, {h.role: profile.vswitch(h.role) for h in inv.hosts})
 
 
 def nova_conf(state: State, c: Compute) -> Path:

@@ -15,10 +15,11 @@ CONTROLLER = "devcloud-controller"
 
 def vlan_ranges() -> str:
     """ML2's network_vlan_ranges from the site profile's physnets."""
-    from nfvcat.cloud import catalog
+    from nfvcat import catalog
+    from nfvcat.catalog import site
 
-    return ",".join(f"{name}:{r}" for name, p in sorted(catalog.site().items())
-                    for r in (p or {}).get("vlan_ranges") or [])
+    profile = site.of_catalog(catalog.find_root())
+    return ",".join(f"{name}:{r}" for name in sorted(profile.physnets) for r in profile.vlan_ranges(name))
 
 
 def render(ini: Ini) -> str:
@@ -110,12 +111,13 @@ def nova(state: State, inv: inventory.Inventory) -> Path:
     PCI aliases from the site profile; the scheduler's filters from the inventory (what `nfvcat plan` models);
     PCI devices tracked in Placement ([filter_scheduler] pci_in_placement, each compute's [pci]
     report_in_placement)."""
-    from nfvcat.cloud import catalog
+    from nfvcat import catalog
+    from nfvcat.catalog import site
 
     d = state.etc / "nova"
     d.mkdir(parents=True, exist_ok=True)
     (d / "api-paste.ini").write_text((state.venv / "etc/nova/api-paste.ini").read_text())
-    alias = [json.dumps(a, sort_keys=True) for a in catalog.pci_aliases()]
+    alias = [json.dumps(a, sort_keys=True) for a in site.of_catalog(catalog.find_root()).pci_aliases()]
     ini: Ini = {
         "DEFAULT": {**common(state, "nova"), "host": CONTROLLER, "my_ip": HOST,
                     "compute_driver": "nfvcat_devcloud.InventoryDriver",

@@ -167,12 +167,6 @@ def oslo(state: State, name: str, conf: list[str], env: dict[str, str] | None = 
                    env=env or {}, grace=5)
 
 
-def apis_all(state: State) -> list[Service]:
-    from nfvcat.devcloud import tacker
-
-    return [*apis(state), *tacker.processes(state)]
-
-
 def switch(state: State, c: computes_mod.Compute) -> list[Service]:
     """A compute's own plain userspace Open vSwitch (ovsdb-server and ovs-vswitchd with dummy netdevs), for hosts
     not on the main switch: its agent reports no vhost-user interface type, so normal ports bind ``ovs``."""
