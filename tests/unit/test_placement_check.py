@@ -7,7 +7,6 @@ from __future__ import annotations
 import copy
 import json
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +17,7 @@ import yaml
 from nfvcat.cloud import placement_check as pc
 from nfvcat.cloud.hostaccess import HostFacts, LibvirtXml
 from nfvcat.plan import inventory
+from tests.unit.cloudfake import connection
 
 INVENTORY = """
 kind: nfvcat/inventory
@@ -44,8 +44,6 @@ hosts:
     pci_devices: *devices
 """
 INV = inventory.from_data(yaml.safe_load(INVENTORY))
-NOVA, NEUTRON, HEAT, PLACEMENT = "http://nova.test/v2.1", "http://neutron.test", "http://heat.test/v1", \
-    "http://placement.test"
 SMT, NOSMT = "devcloud-smt", "devcloud-nosmt"
 DEDICATED = {"hw:cpu_policy": "dedicated", "hw:numa_nodes": "1", "hw:mem_page_size": "1GB"}
 
@@ -85,15 +83,7 @@ class Cloud:
     def __init__(self, m: requests_mock.Mocker, servers: list[dict[str, Any]], admin: bool = True) -> None:
         self.servers = {s["id"]: s for s in servers}
         self.admin = admin
-        m.get(NOVA, json={"version": {"id": "v2.1", "status": "CURRENT", "version": "2.96", "min_version": "2.1",
-                                      "links": [{"rel": "self", "href": NOVA + "/"}]}})
-        m.get(PLACEMENT, json={"versions": [{"id": "v1.0", "status": "CURRENT", "max_version": "1.39",
-                                             "min_version": "1.0", "links": [{"rel": "self", "href": PLACEMENT}]}]})
-        m.get(HEAT, json={"versions": [{"id": "v1.0", "status": "CURRENT",
-                                        "links": [{"rel": "self", "href": HEAT + "/"}]}]})
-        m.get(NEUTRON, json={"versions": [{"id": "v2.0", "status": "CURRENT",
-                                           "links": [{"rel": "self", "href": NEUTRON + "/v2.0/"}]}]})
-        m.get(re.compile(r"http://heat\.test/v1/stacks/chain/resources.*"), json=self._resources)
+        m.get(re.compile(r"http://heat\.test/v1/p/stacks/chain/resources.*"), json=self._resources)
         m.get(re.compile(r"http://nova\.test/v2\.1/servers/detail.*"), json=self._detail)
         m.get(re.compile(r"http://nova\.test/v2\.1/servers/[^/?]+/topology"), json=self._topology)
         m.get(re.compile(r"http://nova\.test/v2\.1/servers/[^/?]+$"), json=self._server)
@@ -154,19 +144,9 @@ class Cloud:
 
 
 @pytest.fixture
-def mock() -> Iterator[requests_mock.Mocker]:
-    with requests_mock.Mocker() as m:
-        yield m
-
-
-def connect() -> Any:
-    import openstack
-    from keystoneauth1 import noauth, session
-
-    return openstack.connection.Connection(
-        session=session.Session(auth=noauth.NoAuth()), compute_endpoint_override=NOVA,
-        network_endpoint_override=NEUTRON, orchestration_endpoint_override=HEAT,
-        placement_endpoint_override=PLACEMENT)
+def mock(cloud: tuple[requests_mock.Mocker, Any]) -> requests_mock.Mocker:
+    """The HTTP-level fake of tests/unit/cloudfake.py (version discovery of every service)."""
+    return cloud[0]
 
 
 class Facts:
@@ -185,7 +165,7 @@ def verdicts(m: requests_mock.Mocker, servers: list[dict[str, Any]], admin: bool
              access: Any = None) -> dict[tuple[str, str], set[str]]:
     Cloud(m, servers, admin)
     out: dict[tuple[str, str], set[str]] = {}
-    for v in pc.check_stack(connect(), "chain", INV, access):
+    for v in pc.check_stack(connection(), "chain", INV, access):
         out.setdefault((v.check, v.status), set()).add(v.subject)
     return out
 
