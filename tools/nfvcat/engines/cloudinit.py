@@ -1,36 +1,31 @@
 """cloud-init engine: cloud-init's own JSON Schema (schema-cloud-config-v1.json, draft-04), checked
 with jsonschema as ``cloud-init schema`` does. Runs in the main process: it is a few milliseconds.
 
-The schema comes from Debian's cloud-init package, unpacked by tools/setup.sh into the venv (it is not
-on PyPI); NFVCAT_CLOUD_INIT_SCHEMA overrides the path, and an installed cloud-init is used last.
+The schema comes from Debian's cloud-init package (it is not on PyPI), pinned by version and sha256 and
+fetched on first use: see nfvcat.cloudinit_schema for where it is looked for.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
-import sys
 from functools import cache
 from pathlib import Path
 from typing import Any
 
-from nfvcat import spelling
+from nfvcat import cloudinit_schema, spelling
 
 ENGINE = "cloud-init"
-SCHEMA_NAME = "schema-cloud-config-v1.json"
+SCHEMA_NAME = cloudinit_schema.SCHEMA_NAME
 
 
 def schema_path() -> Path | None:
-    override = os.environ.get("NFVCAT_CLOUD_INIT_SCHEMA")
-    if override:
-        return Path(override) if os.path.isfile(override) else None
-    candidates = [os.path.join(sys.prefix, "share", "nfvcat", "cloud-init", SCHEMA_NAME),
-                  f"/usr/lib/python3/dist-packages/cloudinit/config/schemas/{SCHEMA_NAME}"]
-    for c in candidates:
-        if c and os.path.isfile(c):
-            return Path(c)
-    return None
+    """The schema if it is here without a download, else None."""
+    try:
+        found = cloudinit_schema.find()
+    except cloudinit_schema.SchemaUnavailable:
+        return None
+    return found.path if found else None
 
 
 def version() -> str:
@@ -45,10 +40,7 @@ def version() -> str:
 def _validator() -> Any:
     import jsonschema
 
-    path = schema_path()
-    if path is None:
-        raise FileNotFoundError(
-            f"cloud-init's {SCHEMA_NAME} not found: run tools/setup.sh or set NFVCAT_CLOUD_INIT_SCHEMA")
+    path = cloudinit_schema.locate().path  # SchemaUnavailable: one line, E0009 from the rule runner
     schema = json.loads(path.read_text())
     cls = jsonschema.validators.validator_for(schema)
     return cls(schema, format_checker=cls.FORMAT_CHECKER)
@@ -113,9 +105,7 @@ NOT_IN_SCHEMA = frozenset({
 @cache
 def known_keys() -> frozenset[str]:
     """The top-level keys of cloud-init's schema: the properties of every module's definition."""
-    _validator()
-    path = schema_path()
-    assert path is not None  # _validator() raised otherwise
+    path = cloudinit_schema.locate().path
     schema = json.loads(path.read_text())
     defs = schema.get("$defs") or schema.get("definitions") or {}
 

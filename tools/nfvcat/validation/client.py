@@ -106,7 +106,9 @@ def validate(paths: list[str], options: Any) -> Any:
     site = site_for(options.site, options.catalog_root)
     message = {"op": "validate", "fingerprint": fingerprint(site), "cwd": os.getcwd(), "paths": list(paths),
                "options": {"environments": list(options.environments), "parameters": dict(options.parameters),
-                           "site": options.site, "use_cache": options.use_cache}}
+                           "site": options.site, "use_cache": options.use_cache,
+                           "skip_unknown": options.skip_unknown,
+                           "project": str(options.project.path) if options.project and options.project.path else None}}
     for _attempt in range(3):
         reply = request(message, engine_timeout() + 60)
         if reply is None or "restart" in reply:  # none runs, it died, or it is not this nfvcat's
