@@ -10,6 +10,7 @@ unit runcmd enables) from the rendered cloud-config. Nothing of the VNF configur
 from __future__ import annotations
 
 import ipaddress
+import json
 import threading
 import time
 from dataclasses import dataclass, field
@@ -27,9 +28,12 @@ GWA_WAN, GWB_WAN = "172.31.0.1", "172.31.0.2"
 GWB_LAN, SITE_B_HOST = "10.20.1.1", "10.20.1.2"
 
 
-def vrouter_parameters() -> dict[str, str]:
+def vrouter_parameters(acl: dict[str, list[str]] | None = None) -> dict[str, str]:
+    """The vRouter's parameters in the chain; ``acl`` gives ACL parameters (acl_left_l2, acl_right_l2,
+    acl_forward: lists of rules) instead of the template's defaults."""
     return {"mgmt_port.fixed_ips.0.ip_address": "192.168.150.1", "left_fixed_ip": VR_LEFT,
-            "right_fixed_ip": VR_RIGHT, "static_routes": f"10.20.0.0/16 {GWA_LAN}"}
+            "right_fixed_ip": VR_RIGHT, "static_routes": f"10.20.0.0/16 {GWA_LAN}",
+            **{name: json.dumps(rules) for name, rules in (acl or {}).items()}}
 
 
 def gateway_parameters(side: str, udp_encap: bool) -> dict[str, str]:
@@ -167,6 +171,16 @@ def build(lab: Lab, workdir: Path, kernel_esp: bool | None = None, charon_extra:
         wait_tunnel(chain, timeout=tunnel_timeout)
         chain.timings["tunnel up"] = time.monotonic() - t2
     return chain
+
+
+def reconfigure_vrouter(chain: Chain, acl: dict[str, list[str]] | None = None) -> Day0:
+    """Render the vRouter again with other ACL parameters (same ports and MAC addresses), write its files
+    and run its setup service again, as a redeployment with the new parameters would."""
+    macs = {f"{p.name}.mac_address": p.mac for p in chain.day0["vr"].ports}
+    chain.day0["vr"] = render("vnf-vrouter", parameters={**vrouter_parameters(acl), **macs})
+    write_cloud_files(chain.day0["vr"].cloud_config(), chain.vnfs["vr"].root)
+    _run_services(chain, "vr")
+    return chain.day0["vr"]
 
 
 def sas(chain: Chain, who: str) -> str:
