@@ -4,15 +4,18 @@ Needs root and tools/debs/day0.txt.
 
 The vRouter's ACL is measured as a ratio to plain forwarding on the same chain: the only difference between
 the arms is whether the ACL tables are loaded (``nft -f`` of the file the vRouter's setup compiled, or of
-an empty replacement); the arms alternate round by round (the first arm rotates), after one warm-up sample
-each, so load from other users of the machine falls on every arm alike. The ratio is the median of the
+an empty replacement); the arms alternate round by round (the first arm rotates), after a warm-up round,
+so load from other users of the machine falls on every arm alike. By default (``--method toggle``) the
+arms take turns every ``--period`` seconds within one iperf3 run (a sample: the receiving interface's
+bytes over the arm's period, counted after its tables are loaded), which pairs samples a second apart;
+``--method runs`` gives each sample its own iperf3 run of ``--seconds``. The ratio is the median of the
 per-round ratios (ACL / plain of the same round). Rule sets: the template's 20 rules, and generated ones of
 the same kinds (MAC, VLAN, IP prefixes, TCP/UDP ports, one ICMP rate limit per side) with more rules,
 rendered by the template like the 20. ``--old REV`` adds an arm with the chain-walk ACL of the vrouter hook
 at that git revision (its acl.nft.in filled with the same rules).
 
 Run: .venv/bin/python tests/bench/bench_day0.py [--seconds 5] [--samples 5] [--rules 20,100,1000]
-     [--streams 1,4] [--old REV] [--no-tunnel] [--no-vm] [--json FILE]
+     [--streams 1,4] [--old REV] [--conntrack] [--pin C,S] [--no-tunnel] [--no-vm] [--json FILE]
 """
 
 from __future__ import annotations
@@ -40,7 +43,11 @@ from nfvcat.day0.netns import Lab, run  # noqa: E402
 from nfvcat.day0.vmpair import boot_pair  # noqa: E402
 
 NO_TABLES = ("table netdev vrouter_l2\ndelete table netdev vrouter_l2\n"
-             "table inet vrouter_l3\ndelete table inet vrouter_l3\n")
+             "table inet vrouter_l3\ndelete table inet vrouter_l3\n"
+             "table inet bench_ct\ndelete table inet bench_ct\n")
+# what a stateful design pays first: connection tracking of every forwarded packet
+CONNTRACK = ("table inet bench_ct {\n  chain ct_forward {\n    type filter hook forward priority -10; policy accept;\n"
+             "    ct state invalid counter drop\n  }\n}\n")
 ACL_PARAMETERS = ("acl_left_l2", "acl_right_l2", "acl_forward")
 
 
@@ -49,14 +56,15 @@ def _interrupt(signum: int, frame: object) -> None:
 
 
 def iperf(lab: Lab, client_ns: str, server_ns: str, server_ip: str, seconds: int, work: Path,
-          streams: int = 1) -> float:
-    """Gbit/s received, ``streams`` parallel TCP streams, ``seconds`` long (the first second omitted)."""
+          streams: int = 1, pin: str = "") -> float:
+    """Gbit/s received, ``streams`` parallel TCP streams, ``seconds`` long (the first second omitted);
+    ``pin``: iperf3 -A (client CPU, server CPU)."""
     server = lab.spawn(["ip", "netns", "exec", server_ns, "iperf3", "-s", "-1", "-B", server_ip],
                        work / f"iperf-{server_ip}.log")
     time.sleep(0.5)
     try:
         out = run(["ip", "netns", "exec", client_ns, "iperf3", "-c", server_ip, "-t", str(seconds), "-O", "1",
-                   "-P", str(streams), "-J"], timeout=seconds + 30).stdout
+                   "-P", str(streams), "-J", *(["-A", pin] if pin else [])], timeout=seconds + 30).stdout
     finally:
         lab.stop(server)
     return float(json.loads(out)["end"]["sum_received"]["bits_per_second"]) / 1e9
@@ -109,7 +117,7 @@ class Arm:
 
 
 def compare(chain: c.Chain, arms: list[Arm], samples: int, seconds: int, streams: int, work: Path,
-            target: tuple[str, str]) -> list[list[float]]:
+            target: tuple[str, str], pin: str = "") -> list[list[float]]:
     """Rounds of one sample per arm (one warm-up round first, discarded); arm order rotates by round."""
     rounds: list[list[float]] = []
     for r in range(samples + 1):
@@ -118,12 +126,71 @@ def compare(chain: c.Chain, arms: list[Arm], samples: int, seconds: int, streams
             arm = arms[(r + k) % len(arms)]
             chain.sh("vr", f"nft -f {arm.nft}")
             values[arm.name] = iperf(chain.lab, chain.ns["sa"], chain.ns[target[0]], target[1], seconds, work,
-                                     streams)
+                                     streams, pin)
         if r == 0:
             continue
         for arm in arms:
             arm.samples.append(values[arm.name])
         rounds.append([values[a.name] for a in arms])
+    return rounds
+
+
+COUNTER = r"""
+import sys
+f = open(sys.argv[1])
+for _ in sys.stdin:
+    f.seek(0)
+    sys.stdout.write(f.read())
+    sys.stdout.flush()
+"""
+
+
+def toggle(chain: c.Chain, arms: list[Arm], samples: int, period: float, streams: int, work: Path,
+           target: tuple[str, str], rx: str, pin: str = "") -> list[list[float]]:
+    """One iperf3 run; the arms take turns every ``period`` seconds (loaded, then the receiving interface's
+    byte counter read at the start and end of the arm's period), in rounds whose order rotates; a warm-up
+    round first (and iperf3's own first seconds), discarded. Samples are Gbit/s over each period."""
+    ns, ip = chain.ns[target[0]], target[1]
+    length = 3 + (samples + 1) * len(arms) * (period + 0.5) * 2  # generous: iperf3 is stopped at the end
+    server = chain.lab.spawn(["ip", "netns", "exec", ns, "iperf3", "-s", "-1", "-B", ip], work / "iperf-toggle.log")
+    reader = subprocess.Popen(["ip", "netns", "exec", ns, sys.executable, "-c", COUNTER,
+                               f"/sys/class/net/{rx}/statistics/rx_bytes"],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    ask, answer = reader.stdin, reader.stdout
+    assert ask is not None and answer is not None
+
+    def rx_bytes() -> int:
+        ask.write("\n")
+        ask.flush()
+        return int(answer.readline())
+
+    time.sleep(0.5)
+    client = chain.lab.spawn(["ip", "netns", "exec", chain.ns["sa"], "iperf3", "-c", ip, "-t", str(int(length)),
+                              "-P", str(streams), *(["-A", pin] if pin else [])], work / "iperf-toggle-client.log")
+    rounds: list[list[float]] = []
+    try:
+        time.sleep(2)  # TCP ramp-up
+        for r in range(samples + 1):
+            values: dict[str, float] = {}
+            for k in range(len(arms)):
+                arm = arms[(r + k) % len(arms)]
+                chain.sh("vr", f"nft -f {arm.nft}")
+                b0, t0 = rx_bytes(), time.monotonic()
+                time.sleep(period)
+                b1, t1 = rx_bytes(), time.monotonic()
+                values[arm.name] = (b1 - b0) * 8 / (t1 - t0) / 1e9
+            if client.poll() is not None:
+                raise RuntimeError(f"iperf3 ended early: {(work / 'iperf-toggle-client.log').read_text()[-400:]}")
+            if r == 0:
+                continue
+            for arm in arms:
+                arm.samples.append(values[arm.name])
+            rounds.append([values[a.name] for a in arms])
+    finally:
+        chain.lab.stop(client)
+        chain.lab.stop(server)
+        ask.close()
+        reader.wait(5)
     return rounds
 
 
@@ -144,8 +211,12 @@ def acl_bench(chain: c.Chain, work: Path, args: argparse.Namespace) -> list[dict
         rules = {name: list(day0.parameters[name]) for name in ACL_PARAMETERS}
         count = sum(len(v) for v in rules.values())
         new_nft = work / f"acl-{n}.nft"
-        new_nft.write_text((root / "etc/vrouter/acl.nft").read_text())
+        new_nft.write_text(NO_TABLES + (root / "etc/vrouter/acl.nft").read_text())
         arms = [Arm("plain", plain_nft), Arm("acl", new_nft)]
+        if args.conntrack:
+            ct_nft = work / f"ct-{n}.nft"
+            ct_nft.write_text(new_nft.read_text() + CONNTRACK)
+            arms.append(Arm("acl+ct", ct_nft))
         if args.old:
             old_nft = work / f"old-{n}.nft"
             old_nft.write_text(old_acl(args.old, rules, chain.ifname[("vr", "left")],
@@ -156,16 +227,23 @@ def acl_bench(chain: c.Chain, work: Path, args: argparse.Namespace) -> list[dict
         for streams in args.streams:
             for arm in arms:
                 arm.samples = []
-            rounds = compare(chain, arms, args.samples, args.seconds, streams, work, ("ga", c.GWA_LAN))
-            print(f"  iperf3 -P {streams}, {args.seconds} s per sample, {len(rounds)} rounds + 1 warm-up; "
-                  "Gbit/s median (min-max):")
+            if args.method == "runs":
+                rounds = compare(chain, arms, args.samples, args.seconds, streams, work, ("ga", c.GWA_LAN),
+                                 args.pin)
+                how = f"one iperf3 run of {args.seconds} s per sample"
+            else:
+                rounds = toggle(chain, arms, args.samples, args.period, streams, work, ("ga", c.GWA_LAN),
+                                chain.ifname[("ga", "lan")], args.pin)
+                how = f"one iperf3 run, arms toggled every {args.period:g} s"
+            print(f"  iperf3 -P {streams}, {how}, {len(rounds)} rounds + 1 warm-up; Gbit/s median (min-max):")
             for arm in arms:
                 print(f"    {arm.name:<6} {statistics.median(arm.samples):8.3f} ({spread(arm.samples)})")
-            row: dict[str, Any] = {"rules": count, "streams": streams, "seconds": args.seconds,
+            row: dict[str, Any] = {"rules": count, "streams": streams, "method": args.method,
+                                   "seconds": args.seconds if args.method == "runs" else args.period,
                                    **{f"{a.name}_gbps": a.samples for a in arms}}
             for i, arm in enumerate(arms[1:], 1):
                 ratios = [r[i] / r[0] for r in rounds]
-                label = "acl ratio" if arm.name == "acl" else f"{arm.name} acl ratio"
+                label = "acl ratio" if arm.name == "acl" else f"{arm.name} ratio"
                 print(f"  {label}: {statistics.median(ratios):.3f} (median of {len(ratios)}; "
                       f"spread {spread(ratios)})", flush=True)
                 row[f"{arm.name}_ratios"] = ratios
@@ -220,13 +298,22 @@ def _ints(text: str) -> list[int]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--seconds", type=int, default=5, help="iperf3 duration per sample (default 5)")
-    parser.add_argument("--samples", type=int, default=5, help="samples per arm after the warm-up (default 5)")
+    parser.add_argument("--method", choices=("toggle", "runs"), default="toggle",
+                        help="ACL arms: toggled within one iperf3 run every --period (default), or one iperf3 run "
+                             "of --seconds per sample")
+    parser.add_argument("--period", type=float, default=1.0, help="seconds per sample with --method toggle")
+    parser.add_argument("--seconds", type=int, default=5,
+                        help="iperf3 duration per sample with --method runs, and of the tunnel figure (default 5)")
+    parser.add_argument("--samples", type=int, default=10, help="samples per arm after the warm-up (default 10)")
     parser.add_argument("--rules", type=_ints, default=[20, 100, 1000],
                         help="ACL sizes, comma-separated (20 = the template's defaults; default 20,100,1000)")
     parser.add_argument("--streams", type=_ints, default=[1, 4],
                         help="iperf3 parallel streams, comma-separated (default 1,4)")
     parser.add_argument("--old", metavar="REV", help="also measure the chain-walk ACL of the vrouter hook at REV")
+    parser.add_argument("--conntrack", action="store_true",
+                        help="also measure the ACL with connection tracking of the forwarded packets on")
+    parser.add_argument("--pin", metavar="C,S", default="",
+                        help="iperf3 -A C,S: client on CPU C, server on CPU S (default: the scheduler places them)")
     parser.add_argument("--no-tunnel", action="store_true", help="skip the IPsec tunnel figure")
     parser.add_argument("--no-vm", action="store_true", help="skip the VM tier")
     parser.add_argument("--json", metavar="FILE", help="write the ACL samples and ratios to FILE")
