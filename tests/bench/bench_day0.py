@@ -12,10 +12,12 @@ bytes over the arm's period, counted after its tables are loaded), which pairs s
 per-round ratios (ACL / plain of the same round). Rule sets: the template's 20 rules, and generated ones of
 the same kinds (MAC, VLAN, IP prefixes, TCP/UDP ports, one ICMP rate limit per side) with more rules,
 rendered by the template like the 20. ``--old REV`` adds an arm with the chain-walk ACL of the vrouter hook
-at that git revision (its acl.nft.in filled with the same rules).
+at that git revision (its acl.nft.in filled with the same rules); ``--control`` the plain arm a second time,
+whose ratio shows what the comparison reads between identical arms on this machine at this moment.
 
-Run: .venv/bin/python tests/bench/bench_day0.py [--seconds 5] [--samples 5] [--rules 20,100,1000]
-     [--streams 1,4] [--old REV] [--conntrack] [--pin C,S] [--no-tunnel] [--no-vm] [--json FILE]
+Run: .venv/bin/python tests/bench/bench_day0.py [--method toggle|runs] [--period 1] [--seconds 5]
+     [--samples 10] [--rules 20,100,1000] [--streams 1,4] [--old REV] [--control] [--conntrack]
+     [--pin C,S] [--no-tunnel] [--no-vm] [--json FILE]
 """
 
 from __future__ import annotations
@@ -198,6 +200,11 @@ def spread(values: list[float]) -> str:
     return f"{min(values):.3f}-{max(values):.3f}"
 
 
+def middle_half(values: list[float]) -> str:
+    q1, _, q3 = statistics.quantiles(values, n=4)
+    return f"{q1:.3f}-{q3:.3f}"
+
+
 def acl_bench(chain: c.Chain, work: Path, args: argparse.Namespace) -> list[dict[str, Any]]:
     results = []
     plain_nft = work / "plain.nft"
@@ -213,6 +220,8 @@ def acl_bench(chain: c.Chain, work: Path, args: argparse.Namespace) -> list[dict
         new_nft = work / f"acl-{n}.nft"
         new_nft.write_text(NO_TABLES + (root / "etc/vrouter/acl.nft").read_text())
         arms = [Arm("plain", plain_nft), Arm("acl", new_nft)]
+        if args.control:  # the plain arm once more: what the comparison reads between identical arms
+            arms.append(Arm("control", plain_nft))
         if args.conntrack:
             ct_nft = work / f"ct-{n}.nft"
             ct_nft.write_text(new_nft.read_text() + CONNTRACK)
@@ -243,9 +252,10 @@ def acl_bench(chain: c.Chain, work: Path, args: argparse.Namespace) -> list[dict
                                    **{f"{a.name}_gbps": a.samples for a in arms}}
             for i, arm in enumerate(arms[1:], 1):
                 ratios = [r[i] / r[0] for r in rounds]
-                label = "acl ratio" if arm.name == "acl" else f"{arm.name} ratio"
+                label = {"acl": "acl ratio", "control": "control ratio (plain again)"}.get(arm.name,
+                                                                                      f"{arm.name} ratio")
                 print(f"  {label}: {statistics.median(ratios):.3f} (median of {len(ratios)}; "
-                      f"spread {spread(ratios)})", flush=True)
+                      f"spread {spread(ratios)}, middle half {middle_half(ratios)})", flush=True)
                 row[f"{arm.name}_ratios"] = ratios
             results.append(row)
     chain.sh("vr", f"nft -f {plain_nft}")
@@ -310,6 +320,8 @@ def main() -> None:
     parser.add_argument("--streams", type=_ints, default=[1, 4],
                         help="iperf3 parallel streams, comma-separated (default 1,4)")
     parser.add_argument("--old", metavar="REV", help="also measure the chain-walk ACL of the vrouter hook at REV")
+    parser.add_argument("--control", action="store_true",
+                        help="also measure the plain arm a second time, as a control (its ratio is the noise)")
     parser.add_argument("--conntrack", action="store_true",
                         help="also measure the ACL with connection tracking of the forwarded packets on")
     parser.add_argument("--pin", metavar="C,S", default="",
