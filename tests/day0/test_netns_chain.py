@@ -55,15 +55,7 @@ ACL_TABLES = (("netdev", "vrouter_l2"), ("inet", "vrouter_l3"))
 def rendered_rules(chain: c.Chain) -> list[tuple[str, str]]:
     """(chain, rule) in order, from the rules file the rendered day-0 produced in the vRouter (the
     vrouter-acl input, with the interface names filled in)."""
-    text = (chain.vnfs["vr"].root / "etc/vrouter/acl.rules").read_text()
-    rules, current = [], None
-    for raw in text.splitlines():
-        line = raw.strip()
-        if m := re.fullmatch(r"\[(\S+)\]", line):
-            current = m.group(1)
-        elif current and line and not line.startswith("#"):
-            rules.append((current, line))
-    return rules
+    return c.rendered_acl_rules(chain.vnfs["vr"].root / "etc/vrouter/acl.rules")
 
 
 def test_acl_loads_all_rules(chain: c.Chain) -> None:
@@ -73,8 +65,7 @@ def test_acl_loads_all_rules(chain: c.Chain) -> None:
     rules = rendered_rules(chain)
     assert len(rules) == 20, rules
     counters = acl_counters(chain.lab, chain.ns["vr"], ACL_TABLES)
-    ids = {f"{ch}#{i}" for ch in ("acl_left_in", "acl_right_in", "acl_forward")
-           for i in range(sum(1 for c_, _ in rules if c_ == ch))}
+    ids = set(c.acl_rule_ids(rules))
     assert set(counters) == ids, sorted(set(counters) ^ ids)
     assert all(packets >= 0 for packets in counters.values()), f"a rule has no counter: {counters}"
     kinds = " ".join(r for _, r in rules)
