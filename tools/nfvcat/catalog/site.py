@@ -1,6 +1,8 @@
 """The site profile (``templates/site-profile.yaml``, or ``--site FILE``): which physnet is SR-IOV, which
-OVS-DPDK and which plain OVS, with their VLAN ranges, as Neutron's ML2 would say; and, optionally, the
-memory page sizes the site's compute hosts offer (``page_sizes: [4K, 2M, 1G]``, x86_64's by default)."""
+OVS-DPDK and which plain OVS, with their VLAN ranges, as Neutron's ML2 would say; the [pci] aliases the
+catalog's flavors name; the kinds of compute host (an inventory's roles) with the virtual switch each runs;
+and, optionally, the memory page sizes the site's compute hosts offer (``page_sizes: [4K, 2M, 1G]``, x86_64's
+by default)."""
 
 from __future__ import annotations
 
@@ -26,6 +28,18 @@ class SiteProfile:
     def physnet_type(self, name: Any) -> str | None:
         entry = self.physnets.get(name) if isinstance(name, str) else None
         return entry.get("type") if isinstance(entry, dict) else None
+
+    def pci_aliases(self) -> list[dict[str, Any]]:
+        """The site's Nova [pci] alias entries (objects, as nova.conf's JSON): the catalog flavors name them."""
+        pci = self.data.get("pci")
+        aliases = pci.get("alias") if isinstance(pci, dict) else None
+        return [dict(a) for a in aliases or [] if isinstance(a, dict)]
+
+    def vswitch(self, role: str) -> str:
+        """The virtual switch of a kind of host (an inventory role): ``ovs-dpdk`` or ``ovs`` (the default)."""
+        kinds = self.data.get("host_kinds")
+        kind = kinds.get(role) if isinstance(kinds, dict) else None
+        return str(kind.get("vswitch") or "ovs") if isinstance(kind, dict) else "ovs"
 
     def vlan_ranges(self, name: Any) -> list[str]:
         entry = self.physnets.get(name) if isinstance(name, str) else None
