@@ -20,7 +20,7 @@ from nfvcat.campaign import traffic as tr
 from nfvcat.campaign.tdf import Dataplane, LabSpec
 from nfvcat.cloud.placement_check import FAIL, PASS, Verdict
 from nfvcat.day0 import chain as chain_mod
-from nfvcat.day0.netns import Lab, nft_counters
+from nfvcat.day0.netns import Lab, acl_counters
 from nfvcat.day0.render import Day0, render
 
 READY = {"vnf-vrouter": "NFVCAT-VROUTER-READY", "vnf-ipsec-gw": "NFVCAT-IPSEC-GW-READY"}
@@ -98,12 +98,15 @@ class LabRun:
                 out.append(Verdict(who, port.name, "interface by MAC", PASS if ok else FAIL,
                                    f"{port.mac} {port.ip or 'dhcp'}"))
             if day0.vnf == "vnf-vrouter":
-                acl = vnf.root / "etc/vrouter/acl.nft"
-                want = len(chain_mod.rendered_acl_rules(acl)) if acl.is_file() else -1
-                have = sum(len(rules) for fam, table in (("netdev", "vrouter_l2"), ("inet", "vrouter_l3"))
-                           for rules in _tables(self.lab, chain.ns[who], fam, table).values())
-                out.append(Verdict(who, "acl.nft", "ACL rules loaded", PASS if want == have >= 0 else FAIL,
-                                   f"{have} in the kernel, {want} rendered"))
+                # every rendered rule is in the kernel with its counter (map elements or a rule: CHAIN#INDEX)
+                acl = vnf.root / "etc/vrouter/acl.rules"
+                want = set(chain_mod.acl_rule_ids(chain_mod.rendered_acl_rules(acl))) if acl.is_file() else None
+                counters = _acl_counters(self.lab, chain.ns[who])
+                have = {rid for rid, packets in counters.items() if packets >= 0}
+                ok = want is not None and want == have == set(counters)
+                out.append(Verdict(who, "acl.nft", "ACL rules loaded", PASS if ok else FAIL,
+                                   f"{len(have)} in the kernel with a counter, "
+                                   f"{len(want) if want is not None else 'no'} rendered"))
             if day0.vnf == "vnf-ipsec-gw":
                 sas = chain_mod.sas(chain, who)
                 out.append(Verdict(who, "nfvcat-s2s", "IPsec SA installed",
@@ -151,9 +154,11 @@ class LabRun:
         return searches, latency
 
 
-def _tables(lab: Lab, ns: str, family: str, table: str) -> dict[str, list[tuple[str, int]]]:
-    proc = lab.sh(ns, f"nft list table {family} {table}", check=False)
-    return nft_counters(lab, ns, family, table) if proc.returncode == 0 else {}
+def _acl_counters(lab: Lab, ns: str) -> dict[str, int]:
+    """Packets per ACL rule id of the vRouter's tables that are loaded (none loaded: empty)."""
+    tables = [(family, table) for family, table in (("netdev", "vrouter_l2"), ("inet", "vrouter_l3"))
+              if lab.sh(ns, f"nft list table {family} {table}", check=False).returncode == 0]
+    return acl_counters(lab, ns, tables)
 
 
 def figures(searches: list[rfc2544.Search], latency: tr.Latency | None) -> dict[str, Any]:

@@ -10,6 +10,8 @@ unit runcmd enables) from the rendered cloud-config. Nothing of the VNF configur
 from __future__ import annotations
 
 import ipaddress
+import json
+import re
 import threading
 import time
 from dataclasses import dataclass, field
@@ -27,9 +29,12 @@ GWA_WAN, GWB_WAN = "172.31.0.1", "172.31.0.2"
 GWB_LAN, SITE_B_HOST = "10.20.1.1", "10.20.1.2"
 
 
-def vrouter_parameters() -> dict[str, str]:
+def vrouter_parameters(acl: dict[str, list[str]] | None = None) -> dict[str, str]:
+    """The vRouter's parameters in the chain; ``acl`` gives ACL parameters (acl_left_l2, acl_right_l2,
+    acl_forward: lists of rules) instead of the template's defaults."""
     return {"mgmt_port.fixed_ips.0.ip_address": "192.168.150.1", "left_fixed_ip": VR_LEFT,
-            "right_fixed_ip": VR_RIGHT, "static_routes": f"10.20.0.0/16 {GWA_LAN}"}
+            "right_fixed_ip": VR_RIGHT, "static_routes": f"10.20.0.0/16 {GWA_LAN}",
+            **{name: json.dumps(rules) for name, rules in (acl or {}).items()}}
 
 
 def gateway_parameters(side: str, udp_encap: bool) -> dict[str, str]:
@@ -171,6 +176,16 @@ def build(lab: Lab, workdir: Path, kernel_esp: bool | None = None, charon_extra:
     return chain
 
 
+def reconfigure_vrouter(chain: Chain, acl: dict[str, list[str]] | None = None) -> Day0:
+    """Render the vRouter again with other ACL parameters (same ports and MAC addresses), write its files
+    and run its setup service again, as a redeployment with the new parameters would."""
+    macs = {f"{p.name}.mac_address": p.mac for p in chain.day0["vr"].ports}
+    chain.day0["vr"] = render("vnf-vrouter", parameters={**vrouter_parameters(acl), **macs})
+    write_cloud_files(chain.day0["vr"].cloud_config(), chain.vnfs["vr"].root)
+    _run_services(chain, "vr")
+    return chain.day0["vr"]
+
+
 def sas(chain: Chain, who: str) -> str:
     return str(chain.vnf_sh(who, "swanctl --list-sas --raw").stdout)
 
@@ -284,15 +299,25 @@ def build_line(lab: Lab, workdir: Path, length: int, vnf_parameters: dict[str, s
 
 
 def rendered_acl_rules(path: Path) -> list[tuple[str, str]]:
-    """(nftables chain, rule) in order, from an ACL file the vRouter's day-0 produced."""
+    """(ACL chain, rule) in order, from the rules file the vRouter's day-0 produced (/etc/vrouter/acl.rules:
+    ``[CHAIN]`` lines, then that chain's rules; the input of vrouter-acl). A rule's id in the kernel (the
+    comment of its map elements or rule) is ``CHAIN#INDEX``, INDEX counted per chain."""
     rules: list[tuple[str, str]] = []
     current = None
     for raw in path.read_text().splitlines():
         line = raw.strip()
-        if line.startswith("chain ") and line.endswith("{"):
-            current = line.split()[1]
-        elif line == "}":
-            current = None
-        elif current and line and not line.startswith(("type ", "#")):
+        if m := re.fullmatch(r"\[(\S+)\]", line):
+            current = m.group(1)
+        elif current and line and not line.startswith("#"):
             rules.append((current, line))
     return rules
+
+
+def acl_rule_ids(rules: list[tuple[str, str]]) -> list[str]:
+    """``CHAIN#INDEX`` of each rule of ``rendered_acl_rules``, as vrouter-acl names them in the kernel."""
+    seen: dict[str, int] = {}
+    ids = []
+    for chain, _ in rules:
+        ids.append(f"{chain}#{seen.get(chain, 0)}")
+        seen[chain] = seen.get(chain, 0) + 1
+    return ids
