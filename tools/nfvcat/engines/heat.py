@@ -19,6 +19,10 @@ from urllib.parse import unquote, urlparse
 from nfvcat.documents import Document
 from nfvcat.engines.jobs import EngineJob, JobContext
 from nfvcat.engines.worker import Job, Result, finding, serve
+from nfvcat.rules.hot.e1001_heat_validation import HeatValidation
+from nfvcat.rules.hot.e1002_heat_bundle import HeatBundle
+from nfvcat.rules.hot.e1004_environment import HeatEnvironment
+from nfvcat.rules.parsing.e0001_invalid_yaml import InvalidYaml
 
 ENGINE = "heat"
 _PLACEHOLDER_STRINGS = ["placeholder", "a", "0", "1", "a1", "192.0.2.1", "192.0.2.0/24",
@@ -224,7 +228,7 @@ def check(job: Job) -> Result:
         env_files, env = template_utils.process_multiple_environments_and_files(
             env_paths=job.get("environments") or None)
     except Exception as exc:  # a nested template or get_file that cannot be read
-        return {"findings": [finding("E1002", [], f"cannot bundle the template: {exc}", ENGINE)], "deps": deps}
+        return {"findings": [finding(HeatBundle.id, [], f"cannot bundle the template: {exc}", ENGINE)], "deps": deps}
     files.update(env_files)
     # heatclient sends these as JSON, which turns its bytes into strings; Heat only ever sees strings.
     files = {url: body.decode("utf-8") if isinstance(body, bytes) else body for url, body in files.items()}
@@ -246,15 +250,15 @@ def check(job: Job) -> Result:
         stk = stack.Stack(_state["ctx"], "nfvcat-validate", tmpl, strict_validate=True)
         _validate(stk, findings)
     except exception.StackValidationFailed as exc:
-        findings.append(finding("E1001", exc.path, exc.error_message, ENGINE))
+        findings.append(finding(HeatValidation.id, exc.path, exc.error_message, ENGINE))
     except exception.HeatException as exc:
-        findings.append(finding("E1001", getattr(exc, "path", []) or [], str(exc), ENGINE))
+        findings.append(finding(HeatValidation.id, getattr(exc, "path", []) or [], str(exc), ENGINE))
     except template_format.yaml.YAMLError as exc:
-        findings.append(finding("E0001", [], f"invalid YAML: {exc}", ENGINE))
+        findings.append(finding(InvalidYaml.id, [], f"invalid YAML: {exc}", ENGINE))
     except (ValueError, TypeError, KeyError, AttributeError) as exc:
         if os.environ.get("NFVCAT_DEBUG"):
             raise
-        findings.append(finding("E1001", [], f"{type(exc).__name__}: {exc}", ENGINE))
+        findings.append(finding(HeatValidation.id, [], f"{type(exc).__name__}: {exc}", ENGINE))
     return {"findings": findings, "deps": deps}
 
 
@@ -269,9 +273,9 @@ def _environment(path: str) -> list[dict[str, Any]]:
         env = environment_format.parse(text)
         environment.Environment(env)
     except ValueError as exc:
-        return [finding("E1004", [], str(exc), ENGINE)]
+        return [finding(HeatEnvironment.id, [], str(exc), ENGINE)]
     except Exception as exc:
-        return [finding("E1004", [], f"{type(exc).__name__}: {exc}", ENGINE)]
+        return [finding(HeatEnvironment.id, [], f"{type(exc).__name__}: {exc}", ENGINE)]
     return []
 
 
@@ -297,7 +301,7 @@ def _template_only(res: Any, section: str, findings: list[dict[str, Any]]) -> No
     try:
         res.validate_template()
     except exception.StackValidationFailed as exc:
-        findings.append(finding("E1001", [section, res.name, *exc.path], exc.error_message, ENGINE))
+        findings.append(finding(HeatValidation.id, [section, res.name, *exc.path], exc.error_message, ENGINE))
 
 
 def _validate(stk: Any, findings: list[dict[str, Any]]) -> None:
@@ -330,7 +334,7 @@ def _validate(stk: Any, findings: list[dict[str, Any]]) -> None:
             except Exception:  # needs a cloud (Nova, Keystone...): template-level validation only
                 result = res.validate_template()
             if result:
-                findings.append(finding("E1001", [section, res.name], str(result), ENGINE))
+                findings.append(finding(HeatValidation.id, [section, res.name], str(result), ENGINE))
         except exception.StackValidationFailed as exc:
             if exc.error in _NEEDS_CLOUD:  # deep in a nested stack: what Heat checks without a cloud
                 _template_only(res, section, findings)
@@ -339,15 +343,15 @@ def _validate(stk: Any, findings: list[dict[str, Any]]) -> None:
             if path[:1] != [section]:
                 path = [section, res.name, *path]
             nested_file, path = _in_nested_file(path)
-            findings.append(finding("E1001", path, exc.error_message, ENGINE, nested_file))
+            findings.append(finding(HeatValidation.id, path, exc.error_message, ENGINE, nested_file))
         except exception.HeatException as exc:
-            findings.append(finding("E1001", [section, res.name], str(exc), ENGINE))
+            findings.append(finding(HeatValidation.id, [section, res.name], str(exc), ENGINE))
     out_section = stk.t.get_section_name(stk.t.OUTPUTS)
     for name, output in stk.outputs.items():
         try:
             output.validate()
         except exception.StackValidationFailed as exc:
-            findings.append(finding("E1001", [out_section, name, *exc.path[1:]], exc.error_message, ENGINE))
+            findings.append(finding(HeatValidation.id, [out_section, name, *exc.path[1:]], exc.error_message, ENGINE))
 
 
 def main() -> None:
