@@ -242,7 +242,10 @@ try:
     s.connect(sys.argv[1])
 except OSError as exc:
     print(json.dumps({"connect": exc.errno})); sys.exit()
-s.sendall(b'{"op": "status"}\\n')
+try:
+    s.sendall(b'{"op": "status"}\\n')
+except OSError:
+    pass  # the server may answer (and close) before reading anything from a stranger
 print(s.makefile().readline().strip() or '{"closed": true}')
 """
 
