@@ -123,3 +123,113 @@ resources:
     assert [f["path"][-1] for f in null["findings"]] == ["qos_policy"]
     assert "name or id ''" in null["findings"][0]["message"]
     assert omit["findings"] == []
+
+
+GROUPS = """heat_template_version: 2021-04-16
+resources:
+  asg:
+    type: OS::Heat::AutoScalingGroup
+    properties:
+      min_size: 1
+      max_size: 3
+      resource: {type: OS::Neutron::Net, properties: {BAD}}
+  lc:
+    type: AWS::AutoScaling::LaunchConfiguration
+    properties: {ImageId: img, InstanceType: m1.small}
+  aws:
+    type: AWS::AutoScaling::AutoScalingGroup
+    properties: {AvailabilityZones: [], LaunchConfigurationName: {get_resource: lc}, MinSize: '1', MaxSize: '2'}
+  ig:
+    type: OS::Heat::InstanceGroup
+    properties: {AvailabilityZones: [], LaunchConfigurationName: {get_resource: lc}, Size: '1'}
+  rg:
+    type: OS::Heat::ResourceGroup
+    properties:
+      count: 2
+      resource_def: {type: OS::Neutron::Net, properties: {BAD}}
+  policy:
+    type: OS::Heat::ScalingPolicy
+    properties: {adjustment_type: change_in_capacity, auto_scaling_group_id: {get_resource: asg}, scaling_adjustment: 1}
+"""
+
+
+def test_scaling_groups_validate_and_their_members_are_checked(tmp_path: Path) -> None:
+    (tmp_path / "good.yaml").write_text(GROUPS.replace("BAD", "name: n"))
+    (tmp_path / "bad.yaml").write_text(GROUPS.replace("BAD", "bogus: 1"))
+    good, bad = run_worker([{"file": str(tmp_path / "good.yaml")}, {"file": str(tmp_path / "bad.yaml")}])
+    assert good["findings"] == []
+    assert sorted(f["path"][1] for f in bad["findings"]) == ["asg<nested_stack>", "rg<nested_stack>"]
+    assert all("Unknown Property bogus" in f["message"] for f in bad["findings"])
+
+
+RESOURCE_ERRORS = """heat_template_version: 2021-04-16
+resources:
+  net: {type: OS::Neutron::Net}
+  subnet:
+    type: OS::Neutron::Subnet
+    properties: {network: {get_resource: net}}
+  port:
+    type: OS::Neutron::Port
+    properties: {network: {get_resource: net}, fixed_ips: [{subnet: s, subnet_id: s}]}
+  adopted:
+    type: OS::Nova::Server
+    external_id: 5f0c9a2e-0000-4000-8000-000000000000
+"""
+
+
+def test_exceptions_a_resource_raises_are_findings_and_external_ids_are_not_validated(tmp_path: Path) -> None:
+    (tmp_path / "t.yaml").write_text(RESOURCE_ERRORS)
+    [result] = run_worker([{"file": str(tmp_path / "t.yaml")}])
+    by_resource = {f["path"][1]: f for f in result["findings"]}
+    assert set(by_resource) == {"subnet", "port"}, result["findings"]
+    assert all(f["id"] == "E1001" for f in by_resource.values())
+    assert "subnetpool, cidr" in by_resource["subnet"]["message"]  # PropertyUnspecifiedError
+    assert "subnet" in by_resource["port"]["message"]  # a conflict Heat's translation reports
+
+
+def test_a_template_that_reaches_for_a_cloud_is_not_validated_offline_not_wrong(tmp_path: Path) -> None:
+    (tmp_path / "child.yaml").write_text("heat_template_version: 2021-04-16\nresources: {}\n")
+    (tmp_path / "t.yaml").write_text("""heat_template_version: 2021-04-16
+resources:
+  remote:
+    type: OS::Heat::Stack
+    properties:
+      context: {region_name: RegionTwo}
+      template: {get_file: child.yaml}
+""")
+    code, findings = findings_of(str(tmp_path / "t.yaml"), "--no-cache")
+    assert code == 3
+    assert [f["id"] for f in findings] == ["E0009"]
+    assert "remote" in str(findings[0]["message"]) and findings[0]["line"] == 3
+
+
+def test_outputs_are_resolved_as_heat_does(tmp_path: Path) -> None:
+    (tmp_path / "t.yaml").write_text("""heat_template_version: 2021-04-16
+resources:
+  net: {type: OS::Neutron::Net}
+outputs:
+  ok: {value: {get_resource: net}}
+  renamed: {value: {get_resource: network}}
+  missing: {value: {get_attr: [gone, name]}}
+""")
+    [result] = run_worker([{"file": str(tmp_path / "t.yaml")}])
+    assert sorted(f["path"][1] for f in result["findings"]) == ["missing", "renamed"]
+
+
+def test_a_missing_file_added_later_invalidates_the_cached_result(tmp_path: Path) -> None:
+    (tmp_path / "t.yaml").write_text("""heat_template_version: 2021-04-16
+resources:
+  child: {type: sub/child.yaml}
+  config:
+    type: OS::Heat::SoftwareConfig
+    properties: {config: {get_file: hook.sh}}
+""")
+    code, findings = findings_of(str(tmp_path / "t.yaml"))
+    assert code == 2 and [f["id"] for f in findings] == ["E1002"]
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "child.yaml").write_text("heat_template_version: 2021-04-16\nresources: {}\n")
+    code, findings = findings_of(str(tmp_path / "t.yaml"))
+    assert [f["id"] for f in findings] == ["E1002"] and "hook.sh" in str(findings[0]["message"])
+    (tmp_path / "hook.sh").write_text("#!/bin/sh\n")
+    code, findings = findings_of(str(tmp_path / "t.yaml"))
+    assert (code, findings) == (0, [])

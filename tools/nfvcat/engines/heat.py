@@ -32,7 +32,7 @@ _state: dict[str, Any] = {}
 
 
 def setup() -> None:
-    from heat.common import config, context
+    from heat.common import config, context, messaging
     from heat.engine import constraints, resource, resources, translation
     from heat.engine.clients import client_plugin
     from heat.engine.resources import stack_resource
@@ -41,6 +41,10 @@ def setup() -> None:
 
     config.cfg.CONF([], project="heat", default_config_files=[])
     resources.initialise()
+    # What Heat's own unit tests give the engine: an in-memory transport, so that resources which build
+    # an RPC client at validate time (scaling groups, ResourceGroup, nested stacks) find one.
+    messaging.setup("fake://", optional=True)
+    _state["cloud_errors"] = _cloud_error_types()
 
     def _no_service_check(cls: Any, *args: Any, **kwargs: Any) -> None:
         return None
@@ -57,12 +61,15 @@ def setup() -> None:
     def _local_only(url: str) -> bytes:
         if urlparse(url).scheme != "file":
             raise ValueError(f"not fetched offline: {url}")
+        # Every file looked for is a dependency, found or not: adding a missing one changes the result.
+        _state.setdefault("looked_for", {})[unquote(urlparse(url).path)] = None
         with open(unquote(urlparse(url).path), "rb") as f:
             return f.read()
 
     utils.read_url_content = _local_only
     template_utils.utils.read_url_content = _local_only
-    _state["ctx"] = context.get_admin_context()
+    # A project id as every real request has one (the AWS pseudo parameters of a group quote it).
+    _state["ctx"] = context.RequestContext(is_admin=True, project_id="nfvcat-offline", user_id="nfvcat")
 
 
 def _values_of_uncreated(res: Any) -> set[str]:
@@ -84,13 +91,15 @@ def _validate_nested_strictly(self: Any) -> None:
 
     try:
         params = self.child_params()
+        child_tpl = self.child_template()  # a dict for a template resource, a Template for a group
         unknown = _values_of_uncreated(self)
-        if unknown:  # '' until the parent's resources exist: give the child what a real value would be
-            child = template.Template(self.child_template(), files=self.stack.t.files)
+        if unknown and isinstance(params, dict):  # '' until the parent's resources exist: a real value
+            child = child_tpl if isinstance(child_tpl, template.Template) else template.Template(
+                child_tpl, files=self.stack.t.files)
             schemata = child.param_schemata()
             for name in unknown & set(schemata):
-                params[name] = _placeholder(schemata[name], _json_paths(self.child_template(), name))
-        nested = self._parse_nested_stack(f"{self.stack.name}-{self.name}", self.child_template(), params)
+                params[name] = _placeholder(schemata[name], _json_paths(child.t, name))
+        nested = self._parse_nested_stack(f"{self.stack.name}-{self.name}", child_tpl, params)
         nested.strict_validate = True
         nested.validate()
     except AssertionError:
@@ -191,6 +200,9 @@ def check(job: Job) -> Result:
 
     path = job["file"]
     deps: dict[str, None] = {}
+    _state["looked_for"] = deps
+    for env_path in job.get("environments") or []:
+        deps[os.path.abspath(env_path)] = None
     if job.get("kind") == "environment":
         return {"findings": _environment(path), "deps": deps}
     try:
@@ -204,8 +216,6 @@ def check(job: Job) -> Result:
     files = {url: body.decode("utf-8") if isinstance(body, bytes) else body for url, body in files.items()}
     for url in files:
         deps[_path_of(url)] = None
-    for env_path in job.get("environments") or []:
-        deps[os.path.abspath(env_path)] = None
 
     params = dict(env.get("parameters") or {})
     params.update(job.get("parameters") or {})
@@ -262,7 +272,57 @@ def _in_nested_file(path: list[Any]) -> tuple[str | None, list[Any]]:
     return None, path
 
 
-_NEEDS_CLOUD = {"AuthorizationFailure", "MissingCredentialError", "EndpointNotFound"}
+# Heat's own exceptions that mean "the cloud said no" or "there is no cloud", as opposed to a template error.
+_HEAT_CLOUD_ERRORS = ("AuthorizationFailure", "MissingCredentialError", "NotAuthenticated", "Forbidden",
+                      "ClientNotAvailable", "KeystoneServiceNameConflict", "ResourceTypeUnavailable")
+
+
+def _cloud_error_types() -> tuple[type[BaseException], ...]:
+    """The exceptions a cloud look-up raises: those of every client Heat's client plugins declare
+    (novaclient, neutronclient, keystoneauth...), Heat's own authentication errors, connection errors
+    and RPC failures. Nothing else is taken for "needs a cloud"."""
+    import inspect
+
+    import oslo_messaging
+    import requests
+    from heat.common import exception
+    from heat.engine import clients
+
+    found: list[type[BaseException]] = [getattr(exception, name) for name in _HEAT_CLOUD_ERRORS]
+    found += [requests.exceptions.ConnectionError, oslo_messaging.MessagingException, ConnectionError]
+    mgr = clients._mgr
+    for name in mgr.names() if mgr else []:
+        modules = getattr(mgr[name].plugin, "exceptions_module", None)
+        for module in modules if isinstance(modules, list) else [modules] if modules else []:
+            if module is exception:  # Heat's own: template errors among them
+                continue
+            found += [c for c in vars(module).values()
+                      if inspect.isclass(c) and issubclass(c, Exception) and not issubclass(c, exception.HeatException)]
+    return tuple(dict.fromkeys(found))
+
+
+def _cloud_cause(exc: BaseException) -> BaseException | None:
+    """The cloud error behind ``exc``, if any: Heat wraps them (``StackValidationFailed`` naming the
+    original type, or raised while handling it, as OS::Heat::Stack does for a remote region)."""
+    errors = _state["cloud_errors"]
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, errors):
+            return current
+        wrapped = getattr(current, "error", None)
+        if isinstance(wrapped, str) and wrapped in {t.__name__ for t in errors if t.__module__.startswith(
+                ("heat.common.exception", "keystoneauth1"))}:
+            return current
+        current = current.__cause__ or current.__context__
+    return None
+
+
+def _offline(section: str, res: Any, exc: BaseException) -> dict[str, Any]:
+    message = exc.error_message if hasattr(exc, "error_message") else str(exc)
+    return finding("E0009", [section, res.name], f"cannot validate resource '{res.name}' ({res.type()}) "
+                   f"offline: Heat reaches for a cloud ({type(exc).__name__}: {message})", ENGINE)
 
 
 def _template_only(res: Any, section: str, findings: list[dict[str, Any]]) -> None:
@@ -271,19 +331,35 @@ def _template_only(res: Any, section: str, findings: list[dict[str, Any]]) -> No
     try:
         res.validate_template()
     except exception.StackValidationFailed as exc:
-        findings.append(finding("E1001", [section, res.name, *exc.path], exc.error_message, ENGINE))
+        findings.append(_resource_finding(section, res, exc))
+
+
+def _resource_finding(section: str, res: Any, exc: Any) -> dict[str, Any]:
+    from heat.common import exception
+
+    if isinstance(exc, exception.StackValidationFailed):
+        path = list(exc.path)
+        message = exc.error_message
+    else:  # PropertyUnspecifiedError, ResourcePropertyConflict...: Heat's message, the resource's path
+        path, message = [], str(exc)
+    if path[:1] != [section]:
+        path = [section, res.name, *path]
+    nested_file, path = _in_nested_file(path)
+    return finding("E1001", path, message, ENGINE, nested_file)
 
 
 def _validate(stk: Any, findings: list[dict[str, Any]]) -> None:
-    """Heat's ``Stack.validate(validate_res_tmpl_only=True)``, going on past the first bad resource.
+    """Heat's ``Stack.validate()`` in strict mode, going on past the first bad resource.
 
     The stack-level checks stop at their first error as Heat's do; each resource and output is then
-    validated on its own so that one run reports every broken resource. Resources whose full
-    ``validate()`` needs a cloud fall back to ``validate_template()``, as Heat's own template
-    validation does.
+    validated on its own so that one run reports every broken resource. An exception a resource's
+    ``validate()`` raises is a finding with Heat's message, unless it comes from a cloud look-up (a
+    client or authentication error): the resource is then checked as far as Heat can without a cloud
+    (``validate_template()``) and the rest is reported as not validated offline (E0009).
+    Resources with an ``external_id`` are not validated, as Heat does not.
     """
     from heat.common import exception
-    from heat.engine import parameter_groups
+    from heat.engine import function, parameter_groups
 
     stk.t.validate()
     stk.parameters.validate(context=stk.context, validate_value=True)
@@ -296,32 +372,33 @@ def _validate(stk: Any, findings: list[dict[str, Any]]) -> None:
     stk._update_all_resource_data(for_resources=True, for_outputs=True)
     section = stk.t.get_section_name(stk.t.RESOURCES)
     for res in stk.dependencies:
+        if res.external_id is not None:  # an existing resource adopted as is: Heat checks nothing
+            continue
         try:
-            try:
-                result = res.validate()
-            except exception.StackValidationFailed:
-                raise
-            except Exception:  # needs a cloud (Nova, Keystone...): template-level validation only
-                result = res.validate_template()
+            result = res.validate()
             if result:
                 findings.append(finding("E1001", [section, res.name], str(result), ENGINE))
-        except exception.StackValidationFailed as exc:
-            if exc.error in _NEEDS_CLOUD:  # deep in a nested stack: what Heat checks without a cloud
+        except AssertionError:
+            raise
+        except Exception as exc:
+            if _cloud_cause(exc) is not None:
+                findings.append(_offline(section, res, exc))
                 _template_only(res, section, findings)
-                continue
-            path = list(exc.path)
-            if path[:1] != [section]:
-                path = [section, res.name, *path]
-            nested_file, path = _in_nested_file(path)
-            findings.append(finding("E1001", path, exc.error_message, ENGINE, nested_file))
-        except exception.HeatException as exc:
-            findings.append(finding("E1001", [section, res.name], str(exc), ENGINE))
+            elif isinstance(exc, exception.HeatException):
+                findings.append(_resource_finding(section, res, exc))
+            else:  # what Heat's Stack.validate makes of any other exception
+                findings.append(_resource_finding(section, res, exception.StackValidationFailed(
+                    error=exc, resource=res)))
     out_section = stk.t.get_section_name(stk.t.OUTPUTS)
     for name, output in stk.outputs.items():
         try:
             output.validate()
+            # Heat resolves outputs when the stack is created: a reference to no resource fails it.
+            list(function.dependencies(output._value, f"{out_section}.{name}.value"))
         except exception.StackValidationFailed as exc:
             findings.append(finding("E1001", [out_section, name, *exc.path[1:]], exc.error_message, ENGINE))
+        except (exception.InvalidTemplateReference, exception.InvalidTemplateAttribute) as exc:
+            findings.append(finding("E1001", [out_section, name, "value"], str(exc), ENGINE))
 
 
 def main() -> None:
