@@ -92,8 +92,62 @@ parameters:
 resources: {}
 """)
     [result] = run_worker([{"file": str(tmp_path / "p.yaml")}])
-    messages = [f["message"] for f in result["findings"]]
-    assert all("name" in m for m in messages), messages  # only the pattern nobody can guess may remain
+    assert result["findings"] == []
+
+
+def test_invented_values_satisfy_every_constraint_and_the_property_they_feed(tmp_path: Path) -> None:
+    (tmp_path / "p.yaml").write_text("""heat_template_version: 2021-04-16
+parameters:
+  password:
+    type: string
+    constraints:
+      - length: {min: 10, max: 20}
+      - allowed_pattern: "[A-Z].*"
+        description: Password must start with an uppercase character
+      - allowed_pattern: ".*[0-9].*"
+      - allowed_pattern: "[A-Za-z0-9]*"
+  size: {type: string}
+  cidr: {type: string}
+  port: {type: string}
+  mac: {type: string}
+resources:
+  net: {type: OS::Neutron::Net}
+  subnet:
+    type: OS::Neutron::Subnet
+    properties: {network: {get_resource: net}, cidr: {get_param: cidr}}
+  volume:
+    type: OS::Cinder::Volume
+    properties: {size: {get_param: size}}
+  rule:
+    type: OS::Neutron::SecurityGroupRule
+    properties: {security_group: sg, port_range_min: {get_param: port}, port_range_max: {get_param: port}}
+  vport:
+    type: OS::Neutron::Port
+    properties: {network: {get_resource: net}, mac_address: {get_param: mac}}
+  secret:
+    type: OS::Heat::Value
+    properties: {value: {get_param: password}}
+""")
+    [result] = run_worker([{"file": str(tmp_path / "p.yaml")}])
+    assert result["findings"] == []
+
+
+def test_a_finding_that_depends_on_an_invented_value_says_so_and_is_a_warning(tmp_path: Path) -> None:
+    (tmp_path / "p.yaml").write_text("""heat_template_version: 2021-04-16
+parameters:
+  both: {type: string}
+resources:
+  net: {type: OS::Neutron::Net}
+  subnet:
+    type: OS::Neutron::Subnet
+    properties: {network: {get_resource: net}, cidr: {get_param: both}}
+  volume:
+    type: OS::Cinder::Volume
+    properties: {size: {get_param: both}}
+""")
+    [result] = run_worker([{"file": str(tmp_path / "p.yaml")}])
+    [f] = result["findings"]
+    assert f["id"] == "W1005" and "nfvcat invented for both=" in f["message"], f
 
 
 def test_environment_files_are_checked_by_heat(tmp_path: Path) -> None:
@@ -158,7 +212,9 @@ def test_scaling_groups_validate_and_their_members_are_checked(tmp_path: Path) -
     (tmp_path / "bad.yaml").write_text(GROUPS.replace("BAD", "bogus: 1"))
     good, bad = run_worker([{"file": str(tmp_path / "good.yaml")}, {"file": str(tmp_path / "bad.yaml")}])
     assert good["findings"] == []
-    assert sorted(f["path"][1] for f in bad["findings"]) == ["asg<nested_stack>", "rg<nested_stack>"]
+    paths = sorted(f["path"] for f in bad["findings"])  # the member definition's bad key, in the group
+    assert paths == [["resources", "asg", "properties", "resource", "properties", "bogus"],
+                     ["resources", "rg", "properties", "resource_def", "properties", "bogus"]]
     assert all("Unknown Property bogus" in f["message"] for f in bad["findings"])
 
 
@@ -200,7 +256,7 @@ resources:
     code, findings = findings_of(str(tmp_path / "t.yaml"), "--no-cache")
     assert code == 3
     assert [f["id"] for f in findings] == ["E0009"]
-    assert "remote" in str(findings[0]["message"]) and findings[0]["line"] == 3
+    assert "remote" in str(findings[0]["message"]) and findings[0]["line"] == 6  # the region it reaches for
 
 
 def test_outputs_are_resolved_as_heat_does(tmp_path: Path) -> None:
@@ -233,3 +289,38 @@ resources:
     (tmp_path / "hook.sh").write_text("#!/bin/sh\n")
     code, findings = findings_of(str(tmp_path / "t.yaml"))
     assert (code, findings) == (0, [])
+
+
+def test_a_server_with_metadata_validates_offline(tmp_path: Path) -> None:
+    """Heat reads Nova's absolute limits for a server's metadata: unknown offline, not a cloud failure."""
+    (tmp_path / "t.yaml").write_text("""heat_template_version: 2021-04-16
+resources:
+  server:
+    type: OS::Nova::Server
+    properties: {flavor: m1, image: img, networks: [{network: mgmt}], metadata: {role: vnf}}
+""")
+    [result] = run_worker([{"file": str(tmp_path / "t.yaml")}])
+    assert result["findings"] == []
+
+
+def test_a_tacker_base_hot_finds_its_nested_templates_as_tacker_passes_them(tmp_path: Path) -> None:
+    """Tacker sends BaseHOT/<flavour>/nested/*.yaml to Heat as files named by their base name."""
+    flavour = tmp_path / "BaseHOT" / "simple"
+    (flavour / "nested").mkdir(parents=True)
+    (flavour / "top.yaml").write_text("""heat_template_version: 2021-04-16
+resources:
+  VDU1:
+    type: VDU1.yaml
+    properties: {flavor: m1, net: mgmt}
+""")
+    (flavour / "nested" / "VDU1.yaml").write_text("""heat_template_version: 2021-04-16
+parameters:
+  flavor: {type: string}
+  net: {type: string}
+resources:
+  port:
+    type: OS::Neutron::Port
+    properties: {network: {get_param: net}, binding:vnic_type: sriov}
+""")
+    code, findings = findings_of(str(flavour / "top.yaml"), "--no-cache")
+    assert [(f["id"], Path(str(f["file"])).name, f["line"]) for f in findings] == [("E1001", "VDU1.yaml", 8)]

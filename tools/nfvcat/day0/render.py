@@ -181,9 +181,10 @@ def render(vnf: str, environments: list[str] | None = None, parameters: dict[str
             raise UserError(f"{path.name}: parameters the day-0 data needs have no value: {', '.join(missing)} "
                             "(give them with -e or -P)")
         if unset:  # parameters day 0 does not depend on (networks, say): any valid value
-            from nfvcat.engines.heat import _placeholder
+            from nfvcat.engines import heat_values
 
-            env_params.update({n: _placeholder(s) for n, s in unset.items()})
+            env_params.update({n: heat_values.invent(n, s, heat_values.property_uses(tpl, n, tmpl.env.get_class),
+                                                     [], None) for n, s in unset.items()})
             tmpl = template.Template(tpl, files=files, env=environment.Environment(env))
             stk = stack.Stack(_heat_state(), "nfvcat-day0", tmpl)
         stk.parameters.validate(validate_value=True)

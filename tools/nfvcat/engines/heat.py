@@ -1,33 +1,26 @@
 """Heat engine: openstack-heat's own template and resource validation, in-process and offline.
 
 The cloud look-ups are neutralised (service availability, client-backed custom constraints such as
-nova.flavor or glance.image, name-to-id resolution, and OS::Nova::Server's image/flavor and microversion
-checks); whatever else needs a cloud falls back to template-level validation. Everything else is Heat's
-code in strict mode, nested stacks included, which checks value types, allowed values and references.
-Parameters without a value get a placeholder that satisfies their type and constraints, as a user's real
-value would.
+nova.flavor or glance.image, name-to-id resolution, and OS::Nova::Server's image/flavor, microversion and
+absolute-limits checks). Everything else is Heat's code in strict mode, nested stacks included, which
+checks value types, allowed values and references; an exception any resource raises is a finding, unless
+it comes from a cloud client (the resource is then checked template-only and reported as not validated
+offline, E0009). Parameters without a value get an invented value that satisfies their constraints and
+the properties they feed (heat_values); findings are located on the offending key (heat_paths).
 """
 
 from __future__ import annotations
 
-import json
+import collections
 import os
 import re
 from typing import Any
 from urllib.parse import unquote, urlparse
 
+from nfvcat.engines import heat_paths, heat_values
 from nfvcat.engines.worker import Job, Result, finding, serve
 
 ENGINE = "heat"
-_PLACEHOLDER_STRINGS = ["placeholder", "a", "0", "1", "a1", "192.0.2.1", "192.0.2.0/24",
-                        "fa:16:3e:00:00:01", "example.org", "2026-01-01T00:00:00Z"]
-_CONSTRAINT_PLACEHOLDERS = {
-    "ip_addr": "192.0.2.1", "net_cidr": "192.0.2.0/24", "ip_or_cidr": "192.0.2.0/24",
-    "mac_addr": "fa:16:3e:00:00:01", "iso_8601": "2026-01-01T00:00:00Z", "cron_expression": "0 * * * *",
-    "dns_name": "vnf.example.org", "dns_domain": "example.org.", "rel_dns_name": "vnf",
-    "expiration": "2099-01-01T00:00:00Z", "json_string": "{}", "timezone": "UTC",
-}
-
 _state: dict[str, Any] = {}
 
 
@@ -35,6 +28,7 @@ def setup() -> None:
     from heat.common import config, context, messaging
     from heat.engine import constraints, resource, resources, translation
     from heat.engine.clients import client_plugin
+    from heat.engine.clients.os import nova
     from heat.engine.resources import stack_resource
     from heat.engine.resources.openstack.nova import server
     from heatclient.common import template_utils, utils
@@ -56,6 +50,9 @@ def setup() -> None:
     # validates fully, not template-only): does the image/flavor exist, which microversions does Nova have.
     server.Server._validate_image_flavor = lambda self, image, flavor: None
     client_plugin.ClientPlugin.is_version_supported = lambda self, version: True
+    # A server with metadata or personality files reads the project's absolute limits from Nova: offline
+    # they are unknown, so they are taken as Nova's "unlimited" (-1) and not checked.
+    nova.NovaClientPlugin.absolute_limits = lambda self: collections.defaultdict(lambda: -1)
     stack_resource.StackResource.validate_nested_stack = _validate_nested_strictly
 
     def _local_only(url: str) -> bytes:
@@ -98,7 +95,10 @@ def _validate_nested_strictly(self: Any) -> None:
                 child_tpl, files=self.stack.t.files)
             schemata = child.param_schemata()
             for name in unknown & set(schemata):
-                params[name] = _placeholder(schemata[name], _json_paths(child.t, name))
+                params[name] = heat_values.invent(
+                    name, schemata[name], heat_values.property_uses(child.t, name, self.stack.env.get_class),
+                    _json_paths(child.t, name), self.context)
+                _state["nested_invented"].setdefault(str(self.template_url), {})[name] = params[name]
         nested = self._parse_nested_stack(f"{self.stack.name}-{self.name}", child_tpl, params)
         nested.strict_validate = True
         nested.validate()
@@ -144,51 +144,6 @@ def _json_paths(tpl: Any, name: str) -> list[list[str]]:
     return found
 
 
-def _placeholder(schema: Any, json_paths: list[list[str]] | None = None) -> Any:
-    from heat.engine import constraints
-
-    kinds = {type(c).__name__: c for c in schema.constraints}
-    for c in schema.constraints:
-        if isinstance(c, constraints.CustomConstraint) and c.name in _CONSTRAINT_PLACEHOLDERS:
-            return _CONSTRAINT_PLACEHOLDERS[c.name]
-    if "AllowedValues" in kinds and kinds["AllowedValues"].allowed:
-        return kinds["AllowedValues"].allowed[0]
-    kind = {"number": "Number", "boolean": "Boolean", "json": "Json",
-            "comma_delimited_list": "CommaDelimitedList"}.get(schema.type, schema.type)
-    if kind == "Number":
-        rng = kinds.get("Range")
-        if rng is not None:
-            return rng.min if rng.min is not None else rng.max
-        return 1
-    if kind == "Boolean":
-        return "false"
-    if kind == "Json":  # every path the template reads holds a value, as a real one would
-        tree: dict[str, Any] = {}
-        for path in json_paths or []:
-            node = tree
-            for key in path[:-1]:
-                child = node.setdefault(key, {})
-                if not isinstance(child, dict):
-                    break
-                node = child
-            else:
-                node.setdefault(path[-1], "placeholder")
-        return json.dumps(tree)
-    length = kinds.get("Length")
-    low = max(1, length.min or 1) if length is not None else 1
-    high = length.max if length is not None and length.max is not None else None
-    if kind == "CommaDelimitedList":
-        return ",".join(["a"] * low)
-    pattern = kinds.get("AllowedPattern")
-    for candidate in _PLACEHOLDER_STRINGS:
-        value = candidate if len(candidate) >= low else (candidate * low)[:low]
-        if high is not None and len(value) > high:
-            continue
-        if pattern is None or re.match(pattern.pattern + r"\Z", value):
-            return value
-    return "x" * low
-
-
 def _path_of(url: str) -> str:
     return unquote(urlparse(url).path) if url.startswith("file:") else url
 
@@ -210,7 +165,7 @@ def check(job: Job) -> Result:
         env_files, env = template_utils.process_multiple_environments_and_files(
             env_paths=job.get("environments") or None)
     except Exception as exc:  # a nested template or get_file that cannot be read
-        return {"findings": [finding("E1002", [], f"cannot bundle the template: {exc}", ENGINE)], "deps": deps}
+        return {"findings": [_bundle_finding(path, exc)], "deps": deps}
     files.update(env_files)
     # heatclient sends these as JSON, which turns its bytes into strings; Heat only ever sees strings.
     files = {url: body.decode("utf-8") if isinstance(body, bytes) else body for url, body in files.items()}
@@ -221,11 +176,17 @@ def check(job: Job) -> Result:
     params.update(job.get("parameters") or {})
     env["parameters"] = params
     findings: list[dict[str, Any]] = []
+    if job.get("mode") == "heat-api":
+        return {"findings": _heat_api_verdict(tpl, files, env), "deps": deps}
+    invented: dict[str, Any] = {}
+    _state["nested_invented"] = {}
     try:
         tmpl = template.Template(tpl, files=files, env=environment.Environment(env))
         for name, schema in tmpl.param_schemata().items():
             if name not in params and schema.default is None and name not in (env.get("parameter_defaults") or {}):
-                params[name] = _placeholder(schema, _json_paths(tpl, name))
+                uses = heat_values.property_uses(tpl, name, tmpl.env.get_class)
+                invented[name] = params[name] = heat_values.invent(
+                    name, schema, uses, _json_paths(tpl, name), _state["ctx"])
         tmpl = template.Template(tpl, files=files, env=environment.Environment(env))
         stk = stack.Stack(_state["ctx"], "nfvcat-validate", tmpl, strict_validate=True)
         _validate(stk, findings)
@@ -239,7 +200,68 @@ def check(job: Job) -> Result:
         if os.environ.get("NFVCAT_DEBUG"):
             raise
         findings.append(finding("E1001", [], f"{type(exc).__name__}: {exc}", ENGINE))
-    return {"findings": findings, "deps": deps}
+    return {"findings": [_finish(f, tpl, files, invented) for f in findings], "deps": deps}
+
+
+def _bundle_finding(path: str, exc: Exception) -> dict[str, Any]:
+    """E1002 at the key naming the file that could not be read (get_file, a template resource type)."""
+    from heat.common import template_format
+
+    missing = getattr(exc, "filename", None) or next(iter(re.findall(r"'(/[^']+)'", str(exc))), None)
+    where: list[Any] = []
+    if missing:
+        try:
+            with open(path, encoding="utf-8") as f:
+                data = template_format.parse(f.read())
+            where = heat_paths.missing_file(data, os.path.dirname(os.path.abspath(path)), str(missing))
+        except Exception:  # the template itself is unreadable: the message says so
+            where = []
+    return finding("E1002", where, f"cannot bundle the template: {exc}", ENGINE)
+
+
+def _finish(found: dict[str, Any], tpl: Any, files: dict[str, Any], invented: dict[str, Any]) -> dict[str, Any]:
+    """The path of the offending key (in the nested file when it is there); a Heat error that may come
+    from a value nfvcat invented is W1005, and says so."""
+    if found["id"] not in ("E1001", "E0009"):
+        return found
+    data, values = tpl, invented
+    if found.get("file"):  # in a nested template: what was invented for its parameters
+        from heat.common import template_format
+
+        url = next((u for u in files if _path_of(u) == found["file"]), None)
+        values = _state["nested_invented"].get(url or "", {})
+        try:
+            data = template_format.parse(files[url]) if url else {}
+        except Exception:
+            data = {}
+    found = {**found, "path": heat_paths.refine(data, found["path"], found["message"])}
+    if found["id"] != "E1001":
+        return found
+    names = heat_values.depends_on(data, found["path"], found["message"], values)
+    if not names:
+        return found
+    given = ", ".join(f"{n}={values[n]!r}" for n in names)
+    return {**found, "id": "W1005", "message": f"{found['message']} (with the value nfvcat invented for "
+            f"{given}, which has none: give one with -P/-e to validate this)"}
+
+
+def _heat_api_verdict(tpl: Any, files: dict[str, Any], env: dict[str, Any]) -> list[dict[str, Any]]:
+    """What Heat's template-validate API answers (``EngineService.validate_template``): lax
+    ``Stack.validate(validate_res_tmpl_only=True)``, the first error only, no placeholders. A reference
+    for comparing nfvcat with Heat on other people's templates (tests/corpus), with the same offline
+    set-up as the strict validation."""
+    from heat.common import exception
+    from heat.engine import environment, stack, template
+
+    try:
+        tmpl = template.Template(tpl, files=files, env=environment.Environment(env))
+        stk = stack.Stack(_state["ctx"], "dummy", tmpl, strict_validate=False)
+        stk.validate(validate_res_tmpl_only=True)
+    except Exception as exc:  # the API answers {'Error': str(ex)} (or a 500 for other exceptions)
+        rule = "E0009" if _cloud_cause(exc) is not None else "E1001"
+        message = str(exc) if isinstance(exc, exception.HeatException) else f"{type(exc).__name__}: {exc}"
+        return [finding(rule, getattr(exc, "path", []) or [], message, ENGINE)]
+    return []
 
 
 def _environment(path: str) -> list[dict[str, Any]]:
