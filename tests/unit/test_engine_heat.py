@@ -110,6 +110,7 @@ parameters:
   cidr: {type: string}
   port: {type: string}
   mac: {type: string}
+  ip: {type: string}
 resources:
   net: {type: OS::Neutron::Net}
   subnet:
@@ -123,7 +124,10 @@ resources:
     properties: {security_group: sg, port_range_min: {get_param: port}, port_range_max: {get_param: port}}
   vport:
     type: OS::Neutron::Port
-    properties: {network: {get_resource: net}, mac_address: {get_param: mac}}
+    properties:
+      network: {get_resource: net}
+      mac_address: {get_param: mac}
+      fixed_ips: [{ip_address: {get_param: ip}}]
   secret:
     type: OS::Heat::Value
     properties: {value: {get_param: password}}
@@ -323,4 +327,26 @@ resources:
     properties: {network: {get_param: net}, binding:vnic_type: sriov}
 """)
     code, findings = findings_of(str(flavour / "top.yaml"), "--no-cache")
+    assert code == 2
     assert [(f["id"], Path(str(f["file"])).name, f["line"]) for f in findings] == [("E1001", "VDU1.yaml", 8)]
+
+
+def test_a_json_parameter_read_through_list_indices_gets_a_value_there(tmp_path: Path) -> None:
+    (tmp_path / "child.yaml").write_text("""heat_template_version: 2021-04-16
+parameters:
+  subnet: {type: string}
+resources:
+  port:
+    type: OS::Neutron::Port
+    properties: {network: mgmt, fixed_ips: [{subnet: {get_param: subnet}}]}
+""")
+    (tmp_path / "t.yaml").write_text("""heat_template_version: 2021-04-16
+parameters:
+  nfv: {type: json}
+resources:
+  vdu:
+    type: child.yaml
+    properties: {subnet: {get_param: [nfv, CP, CP1, fixed_ips, 0, subnet]}}
+""")
+    [result] = run_worker([{"file": str(tmp_path / "t.yaml")}])
+    assert result["findings"] == []

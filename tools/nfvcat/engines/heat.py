@@ -50,6 +50,9 @@ def setup() -> None:
     # validates fully, not template-only): does the image/flavor exist, which microversions does Nova have.
     server.Server._validate_image_flavor = lambda self, image, flavor: None
     client_plugin.ClientPlugin.is_version_supported = lambda self, version: True
+    for plugin in _client_plugins():  # Nova's, Cinder's... own it (a server group's soft policies)
+        if "is_version_supported" in vars(plugin):
+            plugin.is_version_supported = lambda self, version: True
     # A server with metadata or personality files reads the project's absolute limits from Nova: offline
     # they are unknown, so they are taken as Nova's "unlimited" (-1) and not checked.
     nova.NovaClientPlugin.absolute_limits = lambda self: collections.defaultdict(lambda: -1)
@@ -79,6 +82,38 @@ def _values_of_uncreated(res: Any) -> set[str]:
             if any(dep.action == dep.INIT for dep in function.dependencies(value))}
 
 
+def _values_of_invented(res: Any) -> set[str]:
+    """Properties of a template resource whose value reads a parameter of its stack that nfvcat gave
+    an invented value: the child's parameter has no real value either, so it is invented for the child
+    (its own constraints and uses), and findings that depend on it say so."""
+    invented = _state["invented_by_stack"].get(res.stack.name) or {}
+    data = getattr(res.properties, "data", {}) or {}
+    if not invented or not isinstance(data, dict):
+        return set()
+    return {name for name, value in data.items() if _reads_params(value) & set(invented)}
+
+
+def _reads_params(value: Any) -> set[str]:
+    """Parameters a parsed snippet reads (get_param, Ref), through nested functions."""
+    from heat.engine import function
+
+    found: set[str] = set()
+    if isinstance(value, function.Function):
+        if getattr(value, "fn_name", "") in ("get_param", "Ref"):
+            args = value.args
+            name = args[0] if isinstance(args, list) and args else args
+            if isinstance(name, str):
+                found.add(name)
+        found |= _reads_params(value.args)
+    elif isinstance(value, dict):
+        for item in value.values():
+            found |= _reads_params(item)
+    elif isinstance(value, list):
+        for item in value:
+            found |= _reads_params(item)
+    return found
+
+
 def _validate_nested_strictly(self: Any) -> None:
     """Heat's StackResource.validate_nested_stack, but strict like the top level: Heat validates nested
     stacks lax, so a wrong value in a nested template would only fail at create time. Values that come
@@ -89,17 +124,19 @@ def _validate_nested_strictly(self: Any) -> None:
     try:
         params = self.child_params()
         child_tpl = self.child_template()  # a dict for a template resource, a Template for a group
-        unknown = _values_of_uncreated(self)
+        unknown = _values_of_uncreated(self) | _values_of_invented(self)
+        nested_name = f"{self.stack.name}-{self.name}"
         if unknown and isinstance(params, dict):  # '' until the parent's resources exist: a real value
             child = child_tpl if isinstance(child_tpl, template.Template) else template.Template(
                 child_tpl, files=self.stack.t.files)
             schemata = child.param_schemata()
+            invented = _state["invented_by_stack"].setdefault(nested_name, {})
             for name in unknown & set(schemata):
-                params[name] = heat_values.invent(
+                invented[name] = params[name] = heat_values.invent(
                     name, schemata[name], heat_values.property_uses(child.t, name, self.stack.env.get_class),
                     _json_paths(child.t, name), self.context)
                 _state["nested_invented"].setdefault(str(self.template_url), {})[name] = params[name]
-        nested = self._parse_nested_stack(f"{self.stack.name}-{self.name}", child_tpl, params)
+        nested = self._parse_nested_stack(nested_name, child_tpl, params)
         nested.strict_validate = True
         nested.validate()
     except AssertionError:
@@ -124,15 +161,15 @@ def _offline_lookup(self: Any, value: Any, context: Any, template: Any = None) -
     return True
 
 
-def _json_paths(tpl: Any, name: str) -> list[list[str]]:
-    """The paths the template reads from a json parameter (``get_param: [nfv, CP, CP_WAN, network]``)."""
-    found: list[list[str]] = []
+def _json_paths(tpl: Any, name: str) -> list[list[Any]]:
+    """The paths the template reads from a json parameter (``get_param: [nfv, CP, CP1, fixed_ips, 0, subnet]``)."""
+    found: list[list[Any]] = []
 
     def walk(node: Any) -> None:
         if isinstance(node, dict):
             ref = node.get("get_param") if len(node) == 1 else None
             if (isinstance(ref, list) and len(ref) > 1 and ref[0] == name
-                    and all(isinstance(k, str) for k in ref[1:])):
+                    and all(isinstance(k, (str, int)) and not isinstance(k, bool) for k in ref[1:])):
                 found.append(list(ref[1:]))
             for value in node.values():
                 walk(value)
@@ -144,7 +181,36 @@ def _json_paths(tpl: Any, name: str) -> list[list[str]]:
     return found
 
 
+def _tacker_base_hot(path: str) -> tuple[dict[str, Any], Any] | None:
+    """A VNF package's ``BaseHOT/<flavour>/`` template with a ``nested/`` directory: Tacker sends each
+    ``nested/*.yaml`` to Heat as a file named by its base name (``type: VDU1.yaml``), and nothing else."""
+    from heat.common import template_format
+
+    here = os.path.dirname(os.path.abspath(path))
+    nested = os.path.join(here, "nested")
+    if os.path.basename(os.path.dirname(here)) != "BaseHOT" or not os.path.isdir(nested):
+        return None
+    files: dict[str, Any] = {}
+    for entry in sorted(os.listdir(nested)):
+        if entry.endswith((".yaml", ".yml")):
+            full = os.path.join(nested, entry)
+            _state["looked_for"][full] = None
+            with open(full, encoding="utf-8") as f:
+                files[entry] = f.read()
+            _state["aliases"][entry] = full
+    _state["looked_for"][os.path.abspath(path)] = None
+    with open(path, encoding="utf-8") as f:
+        tpl = template_format.parse(f.read())
+    for body in (tpl.get("resources") or {}).values():  # a nested template added later changes the result
+        kind = body.get("type") if isinstance(body, dict) else None
+        if isinstance(kind, str) and kind.endswith((".yaml", ".yml")) and "/" not in kind:
+            _state["looked_for"][os.path.join(nested, kind)] = None
+    return files, tpl
+
+
 def _path_of(url: str) -> str:
+    if url in _state.get("aliases", {}):
+        return str(_state["aliases"][url])
     return unquote(urlparse(url).path) if url.startswith("file:") else url
 
 
@@ -160,8 +226,13 @@ def check(job: Job) -> Result:
         deps[os.path.abspath(env_path)] = None
     if job.get("kind") == "environment":
         return {"findings": _environment(path), "deps": deps}
+    _state["aliases"] = {}
     try:
-        files, tpl = template_utils.get_template_contents(template_file=path)
+        tacker = _tacker_base_hot(path)
+        if tacker is None:
+            files, tpl = template_utils.get_template_contents(template_file=path)
+        else:
+            files, tpl = tacker
         env_files, env = template_utils.process_multiple_environments_and_files(
             env_paths=job.get("environments") or None)
     except Exception as exc:  # a nested template or get_file that cannot be read
@@ -180,6 +251,7 @@ def check(job: Job) -> Result:
         return {"findings": _heat_api_verdict(tpl, files, env), "deps": deps}
     invented: dict[str, Any] = {}
     _state["nested_invented"] = {}
+    _state["invented_by_stack"] = {"nfvcat-validate": invented}
     try:
         tmpl = template.Template(tpl, files=files, env=environment.Environment(env))
         for name, schema in tmpl.param_schemata().items():
@@ -200,7 +272,8 @@ def check(job: Job) -> Result:
         if os.environ.get("NFVCAT_DEBUG"):
             raise
         findings.append(finding("E1001", [], f"{type(exc).__name__}: {exc}", ENGINE))
-    return {"findings": [_finish(f, tpl, files, invented) for f in findings], "deps": deps}
+    given = frozenset(params) - set(invented)
+    return {"findings": [_finish(f, tpl, files, invented, given) for f in findings], "deps": deps}
 
 
 def _bundle_finding(path: str, exc: Exception) -> dict[str, Any]:
@@ -219,7 +292,8 @@ def _bundle_finding(path: str, exc: Exception) -> dict[str, Any]:
     return finding("E1002", where, f"cannot bundle the template: {exc}", ENGINE)
 
 
-def _finish(found: dict[str, Any], tpl: Any, files: dict[str, Any], invented: dict[str, Any]) -> dict[str, Any]:
+def _finish(found: dict[str, Any], tpl: Any, files: dict[str, Any], invented: dict[str, Any],
+            given: frozenset[str]) -> dict[str, Any]:
     """The path of the offending key (in the nested file when it is there); a Heat error that may come
     from a value nfvcat invented is W1005, and says so."""
     if found["id"] not in ("E1001", "E0009"):
@@ -234,15 +308,16 @@ def _finish(found: dict[str, Any], tpl: Any, files: dict[str, Any], invented: di
             data = template_format.parse(files[url]) if url else {}
         except Exception:
             data = {}
-    found = {**found, "path": heat_paths.refine(data, found["path"], found["message"])}
+    found = {**found, "path": heat_paths.refine(data, found["path"], found["message"],
+                                                given if data is tpl else frozenset())}
     if found["id"] != "E1001":
         return found
     names = heat_values.depends_on(data, found["path"], found["message"], values)
     if not names:
         return found
-    given = ", ".join(f"{n}={values[n]!r}" for n in names)
+    shown = ", ".join(f"{n}={values[n]!r}" for n in names)
     return {**found, "id": "W1005", "message": f"{found['message']} (with the value nfvcat invented for "
-            f"{given}, which has none: give one with -P/-e to validate this)"}
+            f"{shown}, which has none: give one with -P/-e to validate this)"}
 
 
 def _heat_api_verdict(tpl: Any, files: dict[str, Any], env: dict[str, Any]) -> list[dict[str, Any]]:
@@ -281,7 +356,7 @@ def _environment(path: str) -> list[dict[str, Any]]:
     return []
 
 
-_NESTED = re.compile(r"^(?P<name>.*)<(?P<url>file://[^>]+)>$")
+_NESTED = re.compile(r"^(?P<name>.*)<(?P<url>(?!nested_stack>)[^>]+)>$")
 
 
 def _in_nested_file(path: list[Any]) -> tuple[str | None, list[Any]]:
@@ -299,6 +374,13 @@ _HEAT_CLOUD_ERRORS = ("AuthorizationFailure", "MissingCredentialError", "NotAuth
                       "ClientNotAvailable", "KeystoneServiceNameConflict", "ResourceTypeUnavailable")
 
 
+def _client_plugins() -> list[Any]:
+    from heat.engine import clients
+
+    mgr = clients._mgr
+    return [mgr[name].plugin for name in mgr.names()] if mgr else []
+
+
 def _cloud_error_types() -> tuple[type[BaseException], ...]:
     """The exceptions a cloud look-up raises: those of every client Heat's client plugins declare
     (novaclient, neutronclient, keystoneauth...), Heat's own authentication errors, connection errors
@@ -308,13 +390,11 @@ def _cloud_error_types() -> tuple[type[BaseException], ...]:
     import oslo_messaging
     import requests
     from heat.common import exception
-    from heat.engine import clients
 
     found: list[type[BaseException]] = [getattr(exception, name) for name in _HEAT_CLOUD_ERRORS]
     found += [requests.exceptions.ConnectionError, oslo_messaging.MessagingException, ConnectionError]
-    mgr = clients._mgr
-    for name in mgr.names() if mgr else []:
-        modules = getattr(mgr[name].plugin, "exceptions_module", None)
+    for plugin in _client_plugins():
+        modules = getattr(plugin, "exceptions_module", None)
         for module in modules if isinstance(modules, list) else [modules] if modules else []:
             if module is exception:  # Heat's own: template errors among them
                 continue

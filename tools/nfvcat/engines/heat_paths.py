@@ -23,8 +23,9 @@ _TOKENS = (re.compile(r'"([^"]+)"'), re.compile(r"'([^']+)'"), re.compile(r"\(([
 GROUP_PROPERTY = ("resource_def", "resource")
 
 
-def refine(tpl: Any, path: list[Any], message: str) -> list[Any]:
-    """The most precise path of the offending key that exists in ``tpl``."""
+def refine(tpl: Any, path: list[Any], message: str, given: frozenset[str] = frozenset()) -> list[Any]:
+    """The most precise path of the offending key that exists in ``tpl``; ``given`` names the parameters
+    that have a value (else an invalid parameter is its default)."""
     if not isinstance(tpl, dict):
         return path
     path = _group_member(tpl, list(path))
@@ -32,7 +33,7 @@ def refine(tpl: Any, path: list[Any], message: str) -> list[Any]:
     if len(path) >= 2 and path[0] == "outputs" and len(path) == 2 and isinstance(at(tpl, path), dict) \
             and "value" in at(tpl, path):
         path = [*path, "value"]
-    base = _from_message(tpl, path, message)
+    base = _from_message(tpl, path, message, given)
     return _normalise(tpl, base)
 
 
@@ -92,8 +93,25 @@ def _dotted(tpl: Any, text: str) -> list[Any] | None:
     return parts if parts[0] in SECTIONS else None
 
 
-def _from_message(tpl: Any, path: list[Any], message: str) -> list[Any]:
+_RESOURCE = re.compile(r"[Rr]esource \(?([^\s()]+?)\)? ")
+
+
+def _from_message(tpl: Any, path: list[Any], message: str, given: frozenset[str]) -> list[Any]:
     here = existing(tpl, path)
+    resources = tpl.get("resources") if isinstance(tpl.get("resources"), dict) else {}
+    if len(here) < 2:
+        named_resource = _RESOURCE.search(message)
+        if named_resource and named_resource.group(1) in resources:
+            here = ["resources", named_resource.group(1)]
+            node = resources[here[1]]
+            words = re.findall(r"[\w:]+", message)
+            key = next((w for w in words if isinstance(node, dict) and w in node and w != here[1]), None)
+            if key is not None:
+                return [*here, key]
+        elif "type key" in message:  # Heat does not say which resource has no type
+            untyped = [n for n, body in resources.items() if not isinstance(body, dict) or "type" not in body]
+            if untyped:
+                return ["resources", untyped[0]]
     named = _IN_PATH.search(message)
     if named:
         dotted = _dotted(tpl, named.group(1))
@@ -111,7 +129,8 @@ def _from_message(tpl: Any, path: list[Any], message: str) -> list[Any]:
     if param and isinstance(params, dict) and param.group(1) in params and len(here) < 2:
         out = ["parameters", param.group(1)]
         spec = params[param.group(1)]
-        if isinstance(spec, dict) and "default" in spec and "default" in message.lower():
+        if isinstance(spec, dict) and "default" in spec and (
+                "default" in message.lower() or param.group(1) not in given):
             out.append("default")
         return out
     node = at(tpl, here)

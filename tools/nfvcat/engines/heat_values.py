@@ -61,10 +61,11 @@ def _walk(value: Any, schema: Any, name: str, found: list[Any]) -> None:
     if _is_param(value, name):
         found.append(schema)
     elif schema.type == schema.LIST and isinstance(value, list) and schema.schema is not None:
+        item_schema = schema.schema["*"]  # Heat keeps a list's item schema under any index
         for item in value:
-            _walk(item, schema.schema, name, found)
-    elif schema.type == schema.MAP and isinstance(value, dict) and isinstance(schema.schema, dict):
-        _walk(value, schema.schema, name, found)
+            _walk(item, item_schema, name, found)
+    elif schema.type == schema.MAP and isinstance(value, dict) and schema.schema:
+        _walk(value, dict(schema.schema), name, found)
 
 
 def _is_param(value: Any, name: str) -> bool:
@@ -74,7 +75,7 @@ def _is_param(value: Any, name: str) -> bool:
     return False
 
 
-def invent(name: str, schema: Any, uses: list[Any], json_paths: list[list[str]], context: Any) -> Any:
+def invent(name: str, schema: Any, uses: list[Any], json_paths: list[list[Any]], context: Any) -> Any:
     """The first candidate Heat accepts for the parameter and for every property it feeds."""
     candidates = list(dict.fromkeys(_candidates(schema, uses, json_paths)))
     for value in candidates:
@@ -101,7 +102,7 @@ def _constraints(schema: Any) -> list[Any]:
     return list(getattr(schema, "constraints", None) or [])
 
 
-def _candidates(schema: Any, uses: list[Any], json_paths: list[list[str]]) -> list[Any]:
+def _candidates(schema: Any, uses: list[Any], json_paths: list[list[Any]]) -> list[Any]:
     from heat.engine import constraints
 
     kind = schema.type
@@ -130,19 +131,34 @@ def _candidates(schema: Any, uses: list[Any], json_paths: list[list[str]]) -> li
     return [v for v in out if v is not None]
 
 
-def _json_tree(json_paths: list[list[str]]) -> str:
-    """A json value holding every path the template reads, as a real one would."""
+def _json_tree(json_paths: list[list[Any]]) -> str:
+    """A json value holding every path the template reads (keys and list indices), as a real one would."""
     tree: dict[str, Any] = {}
     for path in json_paths:
-        node = tree
-        for key in path[:-1]:
-            child = node.setdefault(key, {})
-            if not isinstance(child, dict):
-                break
-            node = child
-        else:
-            node.setdefault(path[-1], "placeholder")
+        _put(tree, path)
     return json.dumps(tree)
+
+
+def _put(node: Any, path: list[Any]) -> None:
+    key, rest = path[0], path[1:]
+    if isinstance(node, list):
+        if not isinstance(key, int) or key < 0 or key > 64:
+            return
+        while len(node) <= key:
+            node.append({})
+        if not rest:
+            node[key] = node[key] if node[key] not in ({}, []) else "placeholder"
+            return
+        if not isinstance(node[key], (dict, list)) or (isinstance(rest[0], int) != isinstance(node[key], list)):
+            node[key] = [] if isinstance(rest[0], int) else {}
+        _put(node[key], rest)
+    elif isinstance(node, dict) and isinstance(key, str):
+        if not rest:
+            node.setdefault(key, "placeholder")
+            return
+        child = node.setdefault(key, [] if isinstance(rest[0], int) else {})
+        if isinstance(child, (dict, list)):
+            _put(child, rest)
 
 
 def _numbers(constraints_: list[Any]) -> list[Any]:
