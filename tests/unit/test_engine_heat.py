@@ -347,6 +347,33 @@ resources:
   vdu:
     type: child.yaml
     properties: {subnet: {get_param: [nfv, CP, CP1, fixed_ips, 0, subnet]}}
+  volume:
+    type: OS::Cinder::Volume
+    properties: {size: {get_param: [nfv, VDU, vdu, size]}}
+  port:
+    type: OS::Neutron::Port
+    properties: {network: n, fixed_ips: [{ip_address: {get_param: [nfv, CP, CP1, fixed_ips, 0, ip_address]}}]}
 """)
     [result] = run_worker([{"file": str(tmp_path / "t.yaml")}])
     assert result["findings"] == []
+
+
+def test_a_group_member_fed_by_a_resource_not_created_yet_is_not_failed_for_its_empty_value(
+        tmp_path: Path) -> None:
+    (tmp_path / "t.yaml").write_text("""heat_template_version: 2021-04-16
+resources:
+  net: {type: OS::Neutron::Net}
+  group:
+    type: OS::Heat::AutoScalingGroup
+    properties:
+      min_size: 1
+      max_size: 2
+      resource:
+        type: OS::Neutron::Port
+        properties: {network: {get_resource: net}, BAD}
+""")
+    (tmp_path / "good.yaml").write_text((tmp_path / "t.yaml").read_text().replace("BAD", "name: p"))
+    (tmp_path / "bad.yaml").write_text((tmp_path / "t.yaml").read_text().replace("BAD", "nam: p"))
+    good, bad = run_worker([{"file": str(tmp_path / "good.yaml")}, {"file": str(tmp_path / "bad.yaml")}])
+    assert good["findings"] == []
+    assert [f["path"][-1] for f in bad["findings"]] == ["nam"]

@@ -183,8 +183,7 @@ def render(vnf: str, environments: list[str] | None = None, parameters: dict[str
         if unset:  # parameters day 0 does not depend on (networks, say): any valid value
             from nfvcat.engines import heat_values
 
-            env_params.update({n: heat_values.invent(n, s, heat_values.property_uses(tpl, n, tmpl.env.get_class),
-                                                     [], None) for n, s in unset.items()})
+            env_params.update({n: heat_values.invent(n, s, tpl, tmpl.env.get_class, None) for n, s in unset.items()})
             tmpl = template.Template(tpl, files=files, env=environment.Environment(env))
             stk = stack.Stack(_heat_state(), "nfvcat-day0", tmpl)
         stk.parameters.validate(validate_value=True)

@@ -133,11 +133,14 @@ def _validate_nested_strictly(self: Any) -> None:
             invented = _state["invented_by_stack"].setdefault(nested_name, {})
             for name in unknown & set(schemata):
                 invented[name] = params[name] = heat_values.invent(
-                    name, schemata[name], heat_values.property_uses(child.t, name, self.stack.env.get_class),
-                    _json_paths(child.t, name), self.context)
+                    name, schemata[name], child.t, self.stack.env.get_class, self.context)
                 _state["nested_invented"].setdefault(str(self.template_url), {})[name] = params[name]
         nested = self._parse_nested_stack(nested_name, child_tpl, params)
-        nested.strict_validate = True
+        # A group builds its members' template from its own resolved properties: values from resources
+        # not created yet are '' there and invented values are no user's, so such members are checked as
+        # Heat checks nested stacks (lax: properties known and required, not their values).
+        nested.strict_validate = self.stack.strict_validate and not (
+            unknown and isinstance(child_tpl, template.Template))
         nested.validate()
     except AssertionError:
         raise
@@ -159,26 +162,6 @@ def _offline_lookup(self: Any, value: Any, context: Any, template: Any = None) -
         self._error_message = f"Neutron finds no {getattr(self, 'resource_name', 'resource')} with name or id ''"
         return False
     return True
-
-
-def _json_paths(tpl: Any, name: str) -> list[list[Any]]:
-    """The paths the template reads from a json parameter (``get_param: [nfv, CP, CP1, fixed_ips, 0, subnet]``)."""
-    found: list[list[Any]] = []
-
-    def walk(node: Any) -> None:
-        if isinstance(node, dict):
-            ref = node.get("get_param") if len(node) == 1 else None
-            if (isinstance(ref, list) and len(ref) > 1 and ref[0] == name
-                    and all(isinstance(k, (str, int)) and not isinstance(k, bool) for k in ref[1:])):
-                found.append(list(ref[1:]))
-            for value in node.values():
-                walk(value)
-        elif isinstance(node, list):
-            for value in node:
-                walk(value)
-
-    walk(tpl)
-    return found
 
 
 def _tacker_base_hot(path: str) -> tuple[dict[str, Any], Any] | None:
@@ -236,7 +219,7 @@ def check(job: Job) -> Result:
         env_files, env = template_utils.process_multiple_environments_and_files(
             env_paths=job.get("environments") or None)
     except Exception as exc:  # a nested template or get_file that cannot be read
-        return {"findings": [_bundle_finding(path, exc)], "deps": deps}
+        return {"findings": [_bundle_finding(path, exc, job.get("environments") or [])], "deps": deps}
     files.update(env_files)
     # heatclient sends these as JSON, which turns its bytes into strings; Heat only ever sees strings.
     files = {url: body.decode("utf-8") if isinstance(body, bytes) else body for url, body in files.items()}
@@ -256,9 +239,8 @@ def check(job: Job) -> Result:
         tmpl = template.Template(tpl, files=files, env=environment.Environment(env))
         for name, schema in tmpl.param_schemata().items():
             if name not in params and schema.default is None and name not in (env.get("parameter_defaults") or {}):
-                uses = heat_values.property_uses(tpl, name, tmpl.env.get_class)
                 invented[name] = params[name] = heat_values.invent(
-                    name, schema, uses, _json_paths(tpl, name), _state["ctx"])
+                    name, schema, tpl, tmpl.env.get_class, _state["ctx"])
         tmpl = template.Template(tpl, files=files, env=environment.Environment(env))
         stk = stack.Stack(_state["ctx"], "nfvcat-validate", tmpl, strict_validate=True)
         _validate(stk, findings)
@@ -276,20 +258,25 @@ def check(job: Job) -> Result:
     return {"findings": [_finish(f, tpl, files, invented, given) for f in findings], "deps": deps}
 
 
-def _bundle_finding(path: str, exc: Exception) -> dict[str, Any]:
-    """E1002 at the key naming the file that could not be read (get_file, a template resource type)."""
+def _bundle_finding(path: str, exc: Exception, environments: list[str]) -> dict[str, Any]:
+    """E1002 at the key naming the file that could not be read (get_file, a template resource type, an
+    environment's resource_registry entry), in the template or in the environment that names it."""
     from heat.common import template_format
 
     missing = getattr(exc, "filename", None) or next(iter(re.findall(r"'(/[^']+)'", str(exc))), None)
-    where: list[Any] = []
-    if missing:
+    message = f"cannot bundle the template: {exc}"
+    if not missing:
+        return finding("E1002", [], message, ENGINE)
+    for source in [path, *environments]:
         try:
-            with open(path, encoding="utf-8") as f:
-                data = template_format.parse(f.read())
-            where = heat_paths.missing_file(data, os.path.dirname(os.path.abspath(path)), str(missing))
-        except Exception:  # the template itself is unreadable: the message says so
-            where = []
-    return finding("E1002", where, f"cannot bundle the template: {exc}", ENGINE)
+            with open(source, encoding="utf-8") as f:
+                data = template_format.yaml.load(f.read(), Loader=template_format.yaml_loader)
+        except Exception:  # unreadable: the message names the file
+            continue
+        where = heat_paths.missing_file(data, os.path.dirname(os.path.abspath(source)), str(missing))
+        if where:
+            return finding("E1002", where, message, ENGINE, None if source == path else os.path.abspath(source))
+    return finding("E1002", [], message, ENGINE)
 
 
 def _finish(found: dict[str, Any], tpl: Any, files: dict[str, Any], invented: dict[str, Any],
@@ -315,9 +302,13 @@ def _finish(found: dict[str, Any], tpl: Any, files: dict[str, Any], invented: di
     names = heat_values.depends_on(data, found["path"], found["message"], values)
     if not names:
         return found
-    shown = ", ".join(f"{n}={values[n]!r}" for n in names)
+    shown = ", ".join(f"{n}={_short(repr(values[n]))}" for n in names)
     return {**found, "id": "W1005", "message": f"{found['message']} (with the value nfvcat invented for "
             f"{shown}, which has none: give one with -P/-e to validate this)"}
+
+
+def _short(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 def _heat_api_verdict(tpl: Any, files: dict[str, Any], env: dict[str, Any]) -> list[dict[str, Any]]:
@@ -350,10 +341,16 @@ def _environment(path: str) -> list[dict[str, Any]]:
         env = environment_format.parse(text)
         environment.Environment(env)
     except ValueError as exc:
-        return [finding("E1004", [], str(exc), ENGINE)]
+        message = str(exc)
     except Exception as exc:
-        return [finding("E1004", [], f"{type(exc).__name__}: {exc}", ENGINE)]
-    return []
+        message = f"{type(exc).__name__}: {exc}"
+    else:
+        return []
+    try:  # the key the message names (a section, a registry entry)
+        data = environment_format.yaml.load(text, Loader=environment_format.template_format.yaml_loader)
+    except Exception:
+        data = None
+    return [finding("E1004", heat_paths.refine(data, [], message), message, ENGINE)]
 
 
 _NESTED = re.compile(r"^(?P<name>.*)<(?P<url>(?!nested_stack>)[^>]+)>$")

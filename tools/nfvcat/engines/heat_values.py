@@ -28,9 +28,10 @@ GENERIC_STRINGS = ["placeholder", "a", "0", "1", "a1", "Placeholder1", "192.0.2.
 _PAD = "aA0"
 
 
-def property_uses(tpl: Any, name: str, get_class: Any) -> list[Any]:
+def property_uses(tpl: Any, name: str, get_class: Any, path: tuple[Any, ...] = ()) -> list[Any]:
     """Heat property schemas (``properties.Schema``) of the resource properties fed ``get_param: name``
-    directly, looked up through the stack's environment (``get_class``), nested lists and maps walked."""
+    (or ``get_param: [name, *path]`` for a json parameter) directly, looked up through the stack's
+    environment (``get_class``), nested lists and maps walked."""
     from heat.engine import properties
 
     found: list[Any] = []
@@ -43,45 +44,86 @@ def property_uses(tpl: Any, name: str, get_class: Any) -> list[Any]:
             schema = {k: properties.Schema.from_legacy(v) for k, v in cls.properties_schema.items()}
         except Exception:  # an unknown type or a template resource: Heat reports the type itself
             continue
-        _walk(body.get("properties"), schema, name, found)
+        _walk(body.get("properties"), schema, [name, *path], found)
     return found
 
 
-def _walk(value: Any, schema: Any, name: str, found: list[Any]) -> None:
+def _walk(value: Any, schema: Any, ref: list[Any], found: list[Any]) -> None:
     from heat.engine import properties
 
     if isinstance(schema, dict):  # a properties mapping
         if isinstance(value, dict):
             for key, sub in value.items():
                 if key in schema:
-                    _walk(sub, schema[key], name, found)
+                    _walk(sub, schema[key], ref, found)
         return
     if not isinstance(schema, properties.Schema):
         return
-    if _is_param(value, name):
+    if _is_param(value, ref):
         found.append(schema)
     elif schema.type == schema.LIST and isinstance(value, list) and schema.schema is not None:
         item_schema = schema.schema["*"]  # Heat keeps a list's item schema under any index
         for item in value:
-            _walk(item, item_schema, name, found)
+            _walk(item, item_schema, ref, found)
     elif schema.type == schema.MAP and isinstance(value, dict) and schema.schema:
-        _walk(value, dict(schema.schema), name, found)
+        _walk(value, dict(schema.schema), ref, found)
 
 
-def _is_param(value: Any, name: str) -> bool:
+def _is_param(value: Any, ref: list[Any]) -> bool:
     if isinstance(value, dict) and len(value) == 1 and "get_param" in value:
-        ref = value["get_param"]
-        return ref == name or (isinstance(ref, list) and len(ref) == 1 and ref[0] == name)
+        got = value["get_param"]
+        return got == ref or (len(ref) == 1 and got == ref[0])
     return False
 
 
-def invent(name: str, schema: Any, uses: list[Any], json_paths: list[list[Any]], context: Any) -> Any:
-    """The first candidate Heat accepts for the parameter and for every property it feeds."""
-    candidates = list(dict.fromkeys(_candidates(schema, uses, json_paths)))
+def json_paths(tpl: Any, name: str) -> list[list[Any]]:
+    """The paths the template reads from a json parameter (``get_param: [nfv, CP, CP1, fixed_ips, 0, subnet]``)."""
+    found: list[list[Any]] = []
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            ref = node.get("get_param") if len(node) == 1 else None
+            if (isinstance(ref, list) and len(ref) > 1 and ref[0] == name
+                    and all(isinstance(k, (str, int)) and not isinstance(k, bool) for k in ref[1:])):
+                found.append(list(ref[1:]))
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(tpl)
+    return found
+
+
+def invent(name: str, schema: Any, tpl: Any, get_class: Any, context: Any) -> Any:
+    """The first candidate Heat accepts for the parameter and for every property it feeds (for a json
+    parameter: a value holding every path the template reads, each leaf fit for the property it feeds)."""
+    if schema.type in ("Json", "json"):
+        leaves = {tuple(p): _leaf(property_uses(tpl, name, get_class, tuple(p)), context)
+                  for p in json_paths(tpl, name)}
+        return _json_tree(leaves)
+    uses = property_uses(tpl, name, get_class)
+    candidates = list(dict.fromkeys(_candidates(schema, uses)))
     for value in candidates:
         if _accepted(name, schema, uses, value, context):
             return value
     return candidates[0] if candidates else "placeholder"
+
+
+def _leaf(uses: list[Any], context: Any) -> Any:
+    import types
+
+    from heat.engine import properties
+
+    for value in dict.fromkeys(_candidates(types.SimpleNamespace(type="String", constraints=[]), uses)):
+        try:
+            for use in uses:
+                properties.Property(use, name="leaf", context=context).get_value(value, validate=True)
+        except Exception:
+            continue
+        return value
+    return "placeholder"
 
 
 def _accepted(name: str, schema: Any, uses: list[Any], value: Any, context: Any) -> bool:
@@ -102,12 +144,10 @@ def _constraints(schema: Any) -> list[Any]:
     return list(getattr(schema, "constraints", None) or [])
 
 
-def _candidates(schema: Any, uses: list[Any], json_paths: list[list[Any]]) -> list[Any]:
+def _candidates(schema: Any, uses: list[Any]) -> list[Any]:
     from heat.engine import constraints
 
     kind = schema.type
-    if kind == "Json" or kind == "json":
-        return [_json_tree(json_paths)]
     out: list[Any] = []
     everything = [*_constraints(schema), *(c for use in uses for c in _constraints(use))]
     for c in everything:
@@ -131,15 +171,15 @@ def _candidates(schema: Any, uses: list[Any], json_paths: list[list[Any]]) -> li
     return [v for v in out if v is not None]
 
 
-def _json_tree(json_paths: list[list[Any]]) -> str:
+def _json_tree(leaves: dict[tuple[Any, ...], Any]) -> str:
     """A json value holding every path the template reads (keys and list indices), as a real one would."""
     tree: dict[str, Any] = {}
-    for path in json_paths:
-        _put(tree, path)
+    for path, value in leaves.items():
+        _put(tree, list(path), value)
     return json.dumps(tree)
 
 
-def _put(node: Any, path: list[Any]) -> None:
+def _put(node: Any, path: list[Any], value: Any) -> None:
     key, rest = path[0], path[1:]
     if isinstance(node, list):
         if not isinstance(key, int) or key < 0 or key > 64:
@@ -147,18 +187,18 @@ def _put(node: Any, path: list[Any]) -> None:
         while len(node) <= key:
             node.append({})
         if not rest:
-            node[key] = node[key] if node[key] not in ({}, []) else "placeholder"
+            node[key] = node[key] if node[key] not in ({}, []) else value
             return
         if not isinstance(node[key], (dict, list)) or (isinstance(rest[0], int) != isinstance(node[key], list)):
             node[key] = [] if isinstance(rest[0], int) else {}
-        _put(node[key], rest)
+        _put(node[key], rest, value)
     elif isinstance(node, dict) and isinstance(key, str):
         if not rest:
-            node.setdefault(key, "placeholder")
+            node.setdefault(key, value)
             return
         child = node.setdefault(key, [] if isinstance(rest[0], int) else {})
         if isinstance(child, (dict, list)):
-            _put(child, rest)
+            _put(child, rest, value)
 
 
 def _numbers(constraints_: list[Any]) -> list[Any]:
