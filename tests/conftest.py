@@ -16,6 +16,8 @@ NFVCAT = [sys.executable, "-m", "nfvcat"]
 def _private_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
     """Engine results are cached by content; tests start from an empty cache of their own."""
     os.environ["NFVCAT_CACHE_DIR"] = str(tmp_path_factory.mktemp("nfvcat-cache"))
+    # In-process engines unless a test starts the engine server itself (and stops it): no test leaves one behind.
+    os.environ["NFVCAT_NO_SERVER"] = "1"
 
 
 def nfvcat(*args: str, cwd: Path | str = ROOT, env: dict[str, str] | None = None,

@@ -50,9 +50,9 @@ def hot_templates(roots: list[str]) -> list[str]:
 
 def heat_verdicts(files: list[str]) -> dict[str, list[dict[str, Any]]]:
     jobs = [{"file": f, "mode": "heat-api"} for f in files]
-    proc = subprocess.run([sys.executable, "-m", "nfvcat.engines.heat"], input=json.dumps(jobs),
+    proc = subprocess.run([sys.executable, "-m", "nfvcat.engines.heat"], input=json.dumps({"jobs": jobs}) + "\n",
                           capture_output=True, text=True, check=True)
-    results = json.loads(proc.stdout)
+    results = json.loads(proc.stdout)["results"]
     return {f: r["findings"] for f, r in zip(files, results, strict=True)}
 
 
@@ -61,7 +61,7 @@ def nfvcat_verdicts(files: list[str], command: list[str]) -> dict[str, list[dict
     for i in range(0, len(files), CHUNK):
         chunk = files[i:i + CHUNK]
         proc = subprocess.run([*command, "validate", "--format", "json", "--no-cache", *chunk],
-                              capture_output=True, text=True)
+                              capture_output=True, text=True, env={**os.environ, "NFVCAT_NO_SERVER": "1"})
         if "Traceback" in proc.stderr:
             raise SystemExit(f"nfvcat crashed on {chunk[0]}...: {proc.stderr[-2000:]}")
         for f in json.loads(proc.stdout):

@@ -31,10 +31,10 @@ resources:
 
 
 def run_worker(jobs: list[dict[str, object]]) -> list[dict[str, object]]:
-    proc = subprocess.run([sys.executable, "-m", "nfvcat.engines.heat"], input=json.dumps(jobs),
+    proc = subprocess.run([sys.executable, "-m", "nfvcat.engines.heat"], input=json.dumps({"jobs": jobs}) + "\n",
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    return json.loads(proc.stdout)
+    return json.loads(proc.stdout)["results"]
 
 
 def test_servers_images_flavors_and_get_file_validate_without_a_cloud(tmp_path: Path) -> None:

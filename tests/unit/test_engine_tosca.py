@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from nfvcat.commands.package import build
+from nfvcat.packaging.csar import build
 from tests.conftest import ROOT
 
 VROUTER = ROOT / "vnfd" / "vnf-vrouter"
@@ -74,11 +74,11 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     scratch = tmp / "scratch"
     scratch.mkdir()
     proc = subprocess.run([sys.executable, "-m", "nfvcat.engines.tosca"],
-                          input=json.dumps(list(jobs.values())), capture_output=True, text=True,
+                          input=json.dumps({"jobs": list(jobs.values())}) + "\n", capture_output=True, text=True,
                           timeout=300, cwd=ROOT,
                           env={**os.environ, "TMPDIR": str(scratch)})
     assert proc.returncode == 0, proc.stderr
-    results = json.loads(proc.stdout)
+    results = json.loads(proc.stdout)["results"]
     return {"results": dict(zip(jobs, results, strict=True)), "scratch": scratch}
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from nfvcat import flavors
+from nfvcat.catalog import flavors
 from tests.conftest import findings_of, nfvcat
 
 CATALOG = flavors.all_flavors()

@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 import yaml
 
-from nfvcat import packaging
-from nfvcat.commands.package import build
 from nfvcat.errors import UserError
+from nfvcat.packaging import basehot as basehot_gen
+from nfvcat.packaging.csar import build
 from tests.conftest import ROOT, findings_of, nfvcat
 
 GOLDEN = ROOT / "tests" / "golden" / "packages"
@@ -127,7 +127,7 @@ def test_packaged_nested_template_and_hook_are_the_catalog_files_byte_for_byte(e
     with zipfile.ZipFile(build(ROOT / "vnfd" / entry, tmp_path)) as zf:
         assert zf.read(nested) == (ROOT / template).read_bytes()
         assert zf.read(hook) == (ROOT / hook).read_bytes()
-        ref = packaging.walk(yaml.safe_load(zf.read(nested)), "get_file")
+        ref = basehot_gen.walk(yaml.safe_load(zf.read(nested)), "get_file")
         # the nested template's get_file, seen from nested/, is the hook's member: no path was rewritten
         assert [os.path.normpath(os.path.join(os.path.dirname(nested), r)) for r in ref] == [hook]
         assert not any(n.startswith("BaseHOT/") and n not in (nested, f"BaseHOT/default/{entry}.yaml")

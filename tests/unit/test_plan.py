@@ -163,7 +163,7 @@ def test_hot_template_is_read_statically() -> None:
     (["--inventory", str(FIX / "bad-inventory.yaml"), "--flavor", "small-shared"],
      "bad-inventory.yaml: inventory does not match the schema at /hosts/0/numa_cells/0/memory_mb"),
     (["--inventory", str(FIX / "nope.yaml"), "--flavor", "small-shared"], "nope.yaml: cannot read inventory"),
-    (["--flavor", "no-such-flavor"], "flavor 'no-such-flavor' not found"),
+    (["--flavor", "no-such-flavor"], "no catalog flavor 'no-such-flavor'"),
     ([str(FIX / "chain.yaml"), "--flavor", "small-shared"], "either a request/template or --flavor"),
     (["--flavor", "small-shared", "--port", "weird:x"], "unknown vnic_type 'weird'"),
 ])

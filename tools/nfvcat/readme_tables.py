@@ -11,9 +11,12 @@ import json
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from nfvcat import yamlpos
+from nfvcat.catalog import entries
+from nfvcat.errors import UserError
 
 BEGIN = "<!-- BEGIN nfvcat tables -->"
 END = "<!-- END nfvcat tables -->"
@@ -162,18 +165,12 @@ def find_hot_entries(root: str) -> Iterator[HotEntry]:
         if "entry.yaml" not in filenames:
             continue
         try:
-            meta = load_yaml(os.path.join(dirpath, "entry.yaml"))
-        except ReadmeError:
+            entry = entries.load(Path(dirpath))
+            template = entry.template
+        except UserError:
             continue  # the validator reports broken entry metadata
-        if not isinstance(meta, dict) or meta.get("kind") != "heat":
-            continue
-        if not isinstance(meta.get("template"), str):
-            continue
-        yield HotEntry(
-            name=str(meta.get("name") or os.path.basename(dirpath)),
-            directory=os.path.abspath(dirpath),
-            template=os.path.abspath(os.path.join(dirpath, meta["template"])),
-        )
+        if entry.kind == "heat":
+            yield HotEntry(name=entry.name, directory=str(entry.dir), template=str(template))
 
 
 @dataclass

@@ -42,9 +42,7 @@ def translate(path: str, params: dict[str, Any] | None = None) -> dict[str, Any]
 
     from nfvcat.engines import tosca as engine
 
-    if "local_defs" not in engine._state:  # the engine's offline SOL001 resolution, once per process
-        engine.setup()
-    engine._state["bare_sol001"] = True
+    engine.offline_setup()
     logging.getLogger("tosca").setLevel(logging.ERROR)
     logging.getLogger("heat-translator").setLevel(logging.ERROR)
     params = dict(params or {})

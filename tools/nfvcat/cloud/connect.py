@@ -2,18 +2,12 @@
 
 from __future__ import annotations
 
-import argparse
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 from nfvcat.errors import EXIT_ENGINE, EXIT_USAGE, UserError
-
-
-def add_cloud_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--os-cloud", default=None, help="clouds.yaml entry (default: $OS_CLOUD)")
-    p.add_argument("--format", choices=["text", "json"], default="text")
 
 
 def request_id(exc: Exception) -> str:

@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from nfvcat.cloud import catalog
+from nfvcat.catalog import entries
+from nfvcat.catalog import flavors as catalog_flavors
 from nfvcat.cloud.connect import call, cloud_errors
 from nfvcat.cloud.stacks import Stacks, bundle
 from nfvcat.errors import EXIT_ENGINE, EXIT_FINDINGS, UserError
@@ -72,10 +73,10 @@ def image_file(img: dict[str, Any], image_dir: Path, overrides: dict[str, Path])
     return cand if cand.is_file() else None
 
 
-def images(conn: Any, image_dir: Path, overrides: dict[str, Path], dry_run: bool,
+def images(conn: Any, root: Path, image_dir: Path, overrides: dict[str, Path], dry_run: bool,
            say: Any) -> list[Action]:
     out = []
-    for img in catalog.images():
+    for img in entries.required_images(root):
         name = str(img["name"])
         path = image_file(img, image_dir, overrides)
         if path is None:
@@ -137,17 +138,17 @@ def _flavor_fields(f: dict[str, Any]) -> dict[str, Any]:
             "is_public": bool(f.get("is_public", True)), "description": f.get("description")}
 
 
-def flavors(conn: Any, dry_run: bool, only: set[str] | None = None) -> list[Action]:
+def flavors(conn: Any, root: Path, dry_run: bool, only: set[str] | None = None) -> list[Action]:
     api = conn.compute
     existing = {f["name"]: f for f in call(api, "GET", "/flavors/detail?is_public=None", "flavor list",
                                            microversion=FLAVOR_MICROVERSION)["flavors"]}
     out = []
-    for f in catalog.flavors():
-        name = str(f["name"])
+    for flavor in catalog_flavors.all_flavors(root):
+        name = flavor.name
         if only is not None and name not in only:
             continue
-        want = _flavor_fields(f)
-        specs = {str(k): str(v) for k, v in (f.get("extra_specs") or {}).items()}
+        want = _flavor_fields(flavor.data)
+        specs = flavor.specs()
         cur = existing.get(name)
         if cur is not None:
             have = {"vcpus": cur["vcpus"], "ram": cur["ram"], "disk": cur["disk"],
@@ -194,15 +195,15 @@ def flavors(conn: Any, dry_run: bool, only: set[str] | None = None) -> list[Acti
 
 # ---- provider networks (the net-provider entry as a stack) ----------------------------------------------------
 
-def networks(conn: Any, dry_run: bool, say: Any, timeout: float) -> list[Action]:
-    entry = catalog.heat_entry("net-provider")
+def networks(conn: Any, root: Path, dry_run: bool, say: Any, timeout: float) -> list[Action]:
+    entry = entries.find(root, "net-provider", "heat")
     env = entry.example("default")
     b = bundle(entry.template, [env] if env else [])
     digest = hashlib.sha256(repr((b.template, b.files, b.environment)).encode()).hexdigest()[:16]
     tag = f"nfvcat-sha-{digest}"
     stacks = Stacks(conn, say)
     cur = stacks.find(NETWORK_STACK)
-    version = str(entry.meta.get("version", ""))
+    version = entry.version
     if cur is not None:
         full = stacks.get(NETWORK_STACK, cur["id"])
         if tag in (full.get("tags") or []) and full["stack_status"] in ("CREATE_COMPLETE", "UPDATE_COMPLETE"):
@@ -236,23 +237,22 @@ def has_tacker(conn: Any) -> bool:
         return False
 
 
-def vnf_packages(conn: Any, dry_run: bool, say: Any, timeout: float = 60) -> list[Action]:
+def vnf_packages(conn: Any, root: Path, dry_run: bool, say: Any, timeout: float = 60) -> list[Action]:
     """Every vnfd/ entry as a Tacker VNF package (SOL005): built by `nfvcat package`, created, uploaded, waited
     for until ONBOARDED. A package whose userDefinedData carries the same CSAR hash is unchanged."""
     if not has_tacker(conn):
         return [Action("vnf-package", "*", "skip", "the cloud has no nfv-orchestration (Tacker) endpoint")]
     import tempfile
 
-    from nfvcat.commands.package import build
+    from nfvcat.packaging.csar import build
 
     endpoint = conn.session.get_endpoint(service_type="nfv-orchestration", interface="public").rstrip("/")
     base = f"{endpoint}/vnfpkgm/v1/vnf_packages"
     existing = _tacker(conn, "GET", f"{base}?all_fields", "VNF package list")  # userDefinedData is not default
     out = []
     with tempfile.TemporaryDirectory(prefix="nfvcat-csar-") as tmp:
-        vnfd = catalog.root() / "vnfd"
-        entries = sorted(p for p in vnfd.iterdir() if (p / "entry.yaml").is_file()) if vnfd.is_dir() else []
-        for entry in entries:
+        for vnfd in entries.entries(root, "vnfd"):
+            entry = vnfd.dir
             csar = build(entry, Path(tmp))
             digest = file_hash(csar)
             mine = [p for p in existing if (p.get("userDefinedData") or {}).get("nfvcat-entry") == entry.name]

@@ -9,10 +9,14 @@ are hidden give a "needs admin" verdict.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from nfvcat.cloud import catalog
+from nfvcat import catalog
+from nfvcat.catalog import site as site_profile
+from nfvcat.catalog import units
 from nfvcat.cloud.connect import call
 from nfvcat.plan import inventory as inventory_mod
 
@@ -35,14 +39,6 @@ class Verdict:
                 "detail": self.detail}
 
 
-def page_kb(value: str) -> int | None:
-    v = value.strip().upper()
-    for suffix, mult in (("KB", 1), ("K", 1), ("MB", 1024), ("M", 1024), ("GB", 1 << 20), ("G", 1 << 20)):
-        if v.endswith(suffix) and v[: -len(suffix)].isdigit():
-            return int(v[: -len(suffix)]) * mult
-    return int(v) if v.isdigit() else None
-
-
 def servers_of(conn: Any, stack_name: str) -> list[tuple[str, str]]:
     """(VNF name, server id) for every OS::Nova::Server of the stack and its nested stacks."""
     body = call(conn.orchestration, "GET", f"/stacks/{stack_name}/resources?nested_depth=5",
@@ -63,7 +59,7 @@ class Checker:
     def __init__(self, conn: Any, inv: inventory_mod.Inventory | None) -> None:
         self.conn = conn
         self.hosts = {h.name: h for h in (inv.hosts if inv else [])}
-        self.site = catalog.site()
+        self.site = site_profile.of_catalog(catalog.find_root()).physnets
         self.verdicts: list[Verdict] = []
         self._nets: dict[str, dict[str, Any]] = {}
 
@@ -139,7 +135,10 @@ class Checker:
             elif want_page == "any":
                 ok = True
             else:
-                ok = got is not None and got == page_kb(want_page)
+                try:
+                    ok = got is not None and got == units.page_size_kib(want_page)
+                except units.SizeError:
+                    ok = False
             self.add(vnf, name, "page size", PASS if ok else FAIL, f"{got} KiB (flavor: {want_page})")
         return host_nodes
 
@@ -220,6 +219,28 @@ class Checker:
             return
         self.add(vnf, pname, "VF NUMA affinity", PASS if ok else FAIL,
                  f"VF {slot} on node {numa}, guest on nodes {host_nodes} (policy {policy})")
+
+
+def load_inventory(path: str | None) -> inventory_mod.Inventory:
+    """The inventory to check against: the one given, else the dev cloud's."""
+    if not path:
+        path = str(Path(__file__).resolve().parent.parent / "devcloud" / "inventory.yaml")
+    return inventory_mod.load(path)
+
+
+def passed(verdicts: list[Verdict]) -> bool:
+    return bool(verdicts) and all(v.status == PASS for v in verdicts)
+
+
+def report(verdicts: list[Verdict], stack: str, fmt: str) -> str:
+    """The check report as ``nfvcat check`` and ``nfvcat instantiate`` print it (``fmt`` text or json)."""
+    if fmt == "json":
+        return json.dumps({"stack": stack, "ok": passed(verdicts), "verdicts": [v.as_dict() for v in verdicts]},
+                          indent=2)
+    bad = sum(v.status != PASS for v in verdicts)
+    summary = (f"{stack}: all {len(verdicts)} checks pass" if passed(verdicts)
+               else f"{stack}: {bad} of {len(verdicts)} not passed")
+    return f"{text_table(verdicts)}\n{summary}"
 
 
 def check_stack(conn: Any, stack_name: str, inv: inventory_mod.Inventory | None) -> list[Verdict]:

@@ -3,14 +3,17 @@ failure states, per-resource progress, the failing resource's reason."""
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from nfvcat.cloud.connect import call
-from nfvcat.errors import EXIT_ENGINE, UserError
+from nfvcat.errors import EXIT_ENGINE, EXIT_FINDINGS, UserError
 
 FAILED = ("CREATE_FAILED", "UPDATE_FAILED", "DELETE_FAILED", "ROLLBACK_COMPLETE", "ROLLBACK_FAILED",
           "ADOPT_FAILED", "RESUME_FAILED", "SUSPEND_FAILED", "CHECK_FAILED")
@@ -137,3 +140,108 @@ class StackFailed(UserError):
         super().__init__(f"stack {stack.get('stack_name')} {stack.get('stack_status')}: {reason}", 2)
         self.stack = stack
         self.reason = reason
+
+
+# ---- the lifecycle of one stack: parameters, converge (create/update/replace), delete and verify -------------
+
+SECRET_ENV = "NFVCAT_SECRET_"
+DONE = ("CREATE_COMPLETE", "UPDATE_COMPLETE", "RESUME_COMPLETE", "CHECK_COMPLETE")
+
+
+def stack_parameters(template: dict[str, Any], given: dict[str, str], day0: str = "config-drive",
+                     secrets_file: str | None = None, environ: dict[str, str] | None = None) -> dict[str, Any]:
+    """The parameters a chain's stack gets: ``use_config_drive`` from the day-0 delivery (when the template
+    has it), ``-P`` values, then secrets from a YAML file and ``NFVCAT_SECRET_<PARAM>`` variables (never printed)."""
+    declared = template.get("parameters") or {}
+    params: dict[str, Any] = {}
+    if "use_config_drive" in declared:
+        params["use_config_drive"] = "true" if day0 == "config-drive" else "false"
+    params.update(given)
+    if secrets_file:
+        try:
+            data = yaml.safe_load(Path(secrets_file).read_text()) or {}
+        except (OSError, yaml.YAMLError) as exc:
+            raise UserError(f"--secrets {secrets_file}: {exc}") from None
+        if not isinstance(data, dict):
+            raise UserError(f"--secrets {secrets_file}: expected a mapping of parameter names to values")
+        params.update({str(k): v for k, v in data.items()})
+    by_lower = {str(k).lower(): str(k) for k in declared}
+    for key, value in (os.environ if environ is None else environ).items():
+        if key.startswith(SECRET_ENV) and key[len(SECRET_ENV):].lower() in by_lower:
+            params[by_lower[key[len(SECRET_ENV):].lower()]] = value
+    return params
+
+
+def converge(stacks: Stacks, name: str, b: Bundle, params: dict[str, Any], timeout: float) -> str:
+    """Bring stack ``name`` to the bundle: wait for one in progress (an earlier, interrupted run), update a
+    complete one in place, replace a failed one, create a missing one. On failure the stack is deleted, so
+    nothing is left, and the failing resource's reason is raised (exit 2)."""
+    timeout_min = int(timeout // 60) + 1
+    say = stacks.say
+    cur = stacks.find(name)
+    if cur is not None:
+        status = str(cur["stack_status"])
+        sid = str(cur["id"])
+        if status.endswith("IN_PROGRESS"):
+            say(f"{name}: {status} (an earlier run?), waiting for it")
+            try:
+                stacks.wait(name, sid, status.split("_")[0], timeout)
+            except StackFailed:
+                pass
+            cur = stacks.find(name)
+            status = str(cur["stack_status"]) if cur else "DELETE_COMPLETE"
+        if cur is not None and status in DONE:
+            say(f"{name}: exists ({status}), updating in place")
+            before = stacks.get(name, sid).get("updated_time") or ""
+            stacks.update(name, sid, b, params, timeout_min)
+            try:
+                stacks.wait(name, sid, "UPDATE", timeout, stale=before)
+            except StackFailed as exc:
+                cleanup(stacks, name, sid, timeout)
+                raise UserError(f"{name}: {exc.reason}; stack deleted", EXIT_FINDINGS) from None
+            return sid
+        if cur is not None:
+            say(f"{name}: {status}, replacing it")
+            stacks.delete(name, sid)
+            stacks.wait(name, sid, "DELETE", timeout)
+    say(f"{name}: creating")
+    sid = stacks.create(name, b, params, timeout_min)
+    try:
+        stacks.wait(name, sid, "CREATE", timeout)
+    except StackFailed as exc:
+        cleanup(stacks, name, sid, timeout)
+        raise UserError(f"{name}: {exc.reason}; stack deleted, nothing left", EXIT_FINDINGS) from None
+    return sid
+
+
+def cleanup(stacks: Stacks, name: str, sid: str, timeout: float) -> None:
+    stacks.say(f"{name}: failed, deleting the stack")
+    stacks.delete(name, sid)
+    stacks.wait(name, sid, "DELETE", timeout)
+
+
+# what a deleted stack's resources are looked up by, to prove they are gone
+LEAK_PATHS = {"OS::Nova::Server": ("compute", "/servers/{}"), "OS::Neutron::Port": ("network", "/ports/{}"),
+              "OS::Neutron::Net": ("network", "/networks/{}"), "OS::Cinder::Volume": ("block_storage", "/volumes/{}"),
+              "OS::Nova::Flavor": ("compute", "/flavors/{}")}
+
+
+def delete_and_verify(conn: Any, stacks: Stacks, name: str, timeout: float) -> list[str] | None:
+    """Delete the stack; None if there was none, else what still exists of its servers, ports, networks,
+    volumes and flavors. A resource whose API cannot be asked is an error (exit 3), never "gone"."""
+    cur = stacks.find(name)
+    if cur is None:
+        return None
+    made = [(r["resource_type"], r["physical_resource_id"]) for r in stacks.resources(name, cur["id"])
+            if r.get("physical_resource_id")]
+    stacks.delete(name, cur["id"])
+    stacks.wait(name, cur["id"], "DELETE", timeout)
+    left = []
+    for rtype, rid in made:
+        if rtype not in LEAK_PATHS:
+            continue
+        service, path = LEAK_PATHS[rtype]
+        body = call(getattr(conn, service), "GET", path.format(rid), f"{rtype} {rid}", ok=(200, 404))
+        if body is not None:
+            left.append(f"{rtype} {rid}")
+    return left

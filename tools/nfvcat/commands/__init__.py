@@ -8,8 +8,12 @@ import importlib
 import pkgutil
 
 
-def register_all(subparsers: argparse._SubParsersAction) -> None:
-    for info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name):
+def register_all(subparsers: argparse._SubParsersAction, only: str | None = None) -> None:
+    """Every sub-command; with ``only``, just the module of that name when there is one (each command's
+    module is named after it): a command does not pay for importing the others."""
+    infos = sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name)
+    chosen = [i for i in infos if i.name == only]
+    for info in chosen or infos:
         module = importlib.import_module(f"{__name__}.{info.name}")
         register = getattr(module, "register", None)
         if register is not None:

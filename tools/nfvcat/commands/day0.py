@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from nfvcat.commands.validate import _param
+from nfvcat.commands import options
 from nfvcat.errors import EXIT_OK
 
 if TYPE_CHECKING:
@@ -29,10 +29,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     actions.required = True
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("vnf", metavar="VNF", help="catalog VNF (vnf-ipsec-gw, ipsec-gw), its directory or template")
-    common.add_argument("-e", "--environment", action="append", default=[], metavar="ENV",
-                        help="Heat environment file (repeatable)")
-    common.add_argument("-P", "--parameter", action="append", default=[], type=_param, metavar="NAME=VALUE",
-                        help="template parameter, or RESOURCE.ATTR=VALUE for a get_attr (repeatable)")
+    options.add_environments(common)
+    options.add_parameters(common, "template parameter, or RESOURCE.ATTR=VALUE for a get_attr (repeatable)")
     common.add_argument("--server", help="the OS::Nova::Server resource (when the template has several)")
     r = actions.add_parser("render", parents=[common], help="print the user data, or write all files with -o")
     r.add_argument("-o", "--output-dir", type=Path, metavar="DIR",

@@ -7,6 +7,7 @@ import json
 import sys
 from pathlib import Path
 
+from nfvcat.commands import options
 from nfvcat.errors import EXIT_ENGINE, EXIT_OK
 
 
@@ -19,12 +20,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     sub.required = True
     up = sub.add_parser("up", help="start every service (idempotent)")
     up.add_argument("--inventory", help="host inventory of the simulated compute (format of nfvcat plan)")
-    up.add_argument("--format", choices=["text", "json"], default="text")
+    options.add_format(up)
     down = sub.add_parser("down", help="stop every service started and restore the host")
     down.add_argument("--wipe", action="store_true", help="also delete the state directory")
-    down.add_argument("--format", choices=["text", "json"], default="text")
+    options.add_format(down)
     st = sub.add_parser("status", help="which services run")
-    st.add_argument("--format", choices=["text", "json"], default="text")
+    options.add_format(st)
     p.set_defaults(func=run)
 
 

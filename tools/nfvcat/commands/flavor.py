@@ -6,7 +6,8 @@ from __future__ import annotations
 import argparse
 import json
 
-from nfvcat import flavors
+from nfvcat.catalog import flavors
+from nfvcat.commands import options
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -15,7 +16,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     actions = p.add_subparsers(dest="action", metavar="ACTION")
     actions.required = True
     ls = actions.add_parser("list", help="the catalog flavors")
-    ls.add_argument("--format", choices=("text", "json"), default="text")
+    options.add_format(ls)
     ls.set_defaults(func=run_list)
     render = actions.add_parser("render", help="one flavor in another form")
     render.add_argument("name", help="entry directory (nfv-pinned-1g) or Nova name (nfv.pinned.1g)")

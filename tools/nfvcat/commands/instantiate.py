@@ -10,79 +10,40 @@ environment variables and are never printed.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-from pathlib import Path
-from typing import Any
 
-import yaml
-
-from nfvcat.errors import EXIT_FINDINGS, EXIT_USAGE, UserError
-
-SECRET_ENV = "NFVCAT_SECRET_"
+from nfvcat.commands import options
+from nfvcat.errors import EXIT_FINDINGS, EXIT_OK
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from nfvcat.cloud.connect import add_cloud_args
-    from nfvcat.commands.check import add_inventory_arg
-
     p = subparsers.add_parser("instantiate", help="deploy a chain of the catalog as a Heat stack, then check it",
                               description=__doc__)
     p.add_argument("chain", help="catalog entry in templates/heat (e.g. chain-vrouter)")
     p.add_argument("--stack", help="stack name (default: the chain's name)")
-    p.add_argument("-e", "--environment", action="append", default=[],
-                   help="environment file, or the name of one of the entry's examples (e.g. sriov)")
-    p.add_argument("-P", "--parameter", action="append", default=[], metavar="KEY=VALUE")
+    options.add_environments(p, "environment file, or the name of one of the entry's examples (e.g. sriov)")
+    options.add_parameters(p)
     p.add_argument("--secrets", help="YAML file of secret parameters (never echoed)")
     p.add_argument("--day0", choices=["config-drive", "metadata"], default="config-drive",
                    help="day-0 delivery (sets use_config_drive when the template has it)")
     p.add_argument("--timeout", type=float, default=900, help="seconds to wait for the stack")
     p.add_argument("--no-check", action="store_true", help="skip nfvcat check at the end")
-    add_cloud_args(p)
-    add_inventory_arg(p)
+    options.add_cloud(p)
+    options.add_format(p)
+    options.add_inventory(p)
     p.set_defaults(func=run)
 
 
-def parameters(args: argparse.Namespace, template: dict[str, Any]) -> dict[str, Any]:
-    declared = template.get("parameters") or {}
-    params: dict[str, Any] = {}
-    if "use_config_drive" in declared:
-        params["use_config_drive"] = "true" if args.day0 == "config-drive" else "false"
-    for item in args.parameter:
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise UserError(f"-P {item}: expected KEY=VALUE", EXIT_USAGE)
-        params[key] = value
-    if args.secrets:
-        try:
-            data = yaml.safe_load(Path(args.secrets).read_text()) or {}
-        except (OSError, yaml.YAMLError) as exc:
-            raise UserError(f"--secrets {args.secrets}: {exc}") from None
-        if not isinstance(data, dict):
-            raise UserError(f"--secrets {args.secrets}: expected a mapping of parameter names to values")
-        params.update({str(k): v for k, v in data.items()})
-    for key, value in os.environ.items():
-        if key.startswith(SECRET_ENV) and key[len(SECRET_ENV):].lower() in {str(k).lower() for k in declared}:
-            name = next(k for k in declared if str(k).lower() == key[len(SECRET_ENV):].lower())
-            params[str(name)] = value
-    return params
-
-
 def run(args: argparse.Namespace) -> int:
-    from nfvcat.cloud import catalog
+    from nfvcat import catalog
+    from nfvcat.catalog import entries
     from nfvcat.cloud.connect import cloud_errors, connect
-    from nfvcat.cloud.stacks import Stacks, bundle
-    from nfvcat.commands.check import load_inventory, report
+    from nfvcat.cloud.placement_check import check_stack, load_inventory, passed, report
+    from nfvcat.cloud.stacks import Stacks, bundle, converge, stack_parameters
 
-    entry = catalog.heat_entry(args.chain)
-    envs = []
-    for e in args.environment:
-        path = Path(e) if Path(e).is_file() else entry.example(e)
-        if path is None:
-            raise UserError(f"-e {e}: no such file, nor an example of {entry.name}", EXIT_USAGE)
-        envs.append(path)
-    b = bundle(entry.template, envs)
-    params = parameters(args, b.template)
+    entry = entries.find(catalog.require_root(), args.chain, "heat")
+    b = bundle(entry.template, entry.environments(args.environment))
+    params = stack_parameters(b.template, dict(args.parameter), args.day0, args.secrets)
     inv = load_inventory(args.inventory)
     name = args.stack or entry.name
     conn = connect(args.os_cloud)
@@ -91,62 +52,11 @@ def run(args: argparse.Namespace) -> int:
         if args.format == "text":
             print(text, file=sys.stderr, flush=True)
 
-    stacks = Stacks(conn, say)
-    timeout_min = int(args.timeout // 60) + 1
     with cloud_errors(f"instantiate {name}"):
-        sid = converge(stacks, name, b, params, timeout_min, args.timeout, say)
+        sid = converge(Stacks(conn, say), name, b, params, args.timeout)
         say(f"{name}: stack {sid} complete")
         if args.no_check:
-            return 0
-        from nfvcat.cloud.placement_check import check_stack
-
+            return EXIT_OK
         verdicts = check_stack(conn, name, inv)
-    return report(verdicts, args.format, name)
-
-
-def converge(stacks: Any, name: str, b: Any, params: dict[str, Any], timeout_min: int, timeout: float,
-             say: Any) -> str:
-    from nfvcat.cloud.stacks import StackFailed
-
-    cur = stacks.find(name)
-    if cur is not None:
-        status = str(cur["stack_status"])
-        sid = str(cur["id"])
-        if status.endswith("IN_PROGRESS"):
-            action = status.split("_")[0]
-            say(f"{name}: {status} (an earlier run?), waiting for it")
-            try:
-                stacks.wait(name, sid, action, timeout)
-            except StackFailed:
-                pass
-            cur = stacks.find(name)
-            status = str(cur["stack_status"]) if cur else "DELETE_COMPLETE"
-        if cur is not None and status in ("CREATE_COMPLETE", "UPDATE_COMPLETE", "RESUME_COMPLETE",
-                                          "CHECK_COMPLETE"):
-            say(f"{name}: exists ({status}), updating in place")
-            before = stacks.get(name, sid).get("updated_time") or ""
-            stacks.update(name, sid, b, params, timeout_min)
-            try:
-                stacks.wait(name, sid, "UPDATE", timeout, stale=before)
-            except StackFailed as exc:
-                cleanup(stacks, name, sid, timeout, say)
-                raise UserError(f"{name}: {exc.reason}; stack deleted", EXIT_FINDINGS) from None
-            return sid
-        if cur is not None:
-            say(f"{name}: {status}, replacing it")
-            stacks.delete(name, sid)
-            stacks.wait(name, sid, "DELETE", timeout)
-    say(f"{name}: creating")
-    sid = stacks.create(name, b, params, timeout_min)
-    try:
-        stacks.wait(name, sid, "CREATE", timeout)
-    except StackFailed as exc:
-        cleanup(stacks, name, sid, timeout, say)
-        raise UserError(f"{name}: {exc.reason}; stack deleted, nothing left", EXIT_FINDINGS) from None
-    return sid
-
-
-def cleanup(stacks: Any, name: str, sid: str, timeout: float, say: Any) -> None:
-    say(f"{name}: failed, deleting the stack")
-    stacks.delete(name, sid)
-    stacks.wait(name, sid, "DELETE", timeout)
+    print(report(verdicts, name, args.format))
+    return EXIT_OK if passed(verdicts) else EXIT_FINDINGS

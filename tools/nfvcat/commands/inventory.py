@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 
+from nfvcat.commands import options
 from nfvcat.errors import EXIT_OK, UserError
 
 
@@ -13,7 +14,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     sub = p.add_subparsers(dest="inventory_command", metavar="ACTION")
     sub.required = True
     c = sub.add_parser("collect", help="build an inventory from a running cloud (estimated NUMA layout)")
-    c.add_argument("--os-cloud", dest="cloud", help="cloud name in clouds.yaml (default: OS_CLOUD)")
+    options.add_cloud(c)
     c.add_argument("-o", "--output", help="write here instead of stdout")
     c.set_defaults(func=collect)
     k = sub.add_parser("check", help="validate an inventory against its schema and Nova's object rules")
@@ -27,7 +28,7 @@ def collect(args: argparse.Namespace) -> int:
     from nfvcat.plan import collect as collector
     from nfvcat.plan import inventory
 
-    data = collector.gather(args.cloud)
+    data = collector.gather(args.os_cloud)
     inventory.from_data(data, "collected inventory")  # what we write must load
     text = collector.HEADER + yaml.safe_dump(data, sort_keys=False, default_flow_style=None, width=110)
     if args.output:

@@ -8,15 +8,15 @@ import os
 import sys
 from pathlib import Path
 
+from nfvcat.commands import options
 from nfvcat.errors import EXIT_OK, UserError
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from nfvcat.cloud.connect import add_cloud_args
-
     p = subparsers.add_parser("onboard", help="put the catalog's images, flavors, networks and packages on a cloud",
                               description=__doc__)
-    add_cloud_args(p)
+    options.add_cloud(p)
+    options.add_format(p)
     p.add_argument("--dry-run", action="store_true", help="print the plan, change nothing")
     p.add_argument("--only", action="append", choices=["images", "flavors", "networks", "packages"],
                    help="only these steps (repeatable; default all)")
@@ -29,6 +29,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from nfvcat import catalog
     from nfvcat.cloud import onboarding
     from nfvcat.cloud.connect import cloud_errors, connect
 
@@ -38,6 +39,7 @@ def run(args: argparse.Namespace) -> int:
         if not sep or not Path(path).is_file():
             raise UserError(f"--image {item}: expected NAME=FILE with an existing file")
         overrides[name] = Path(path)
+    root = catalog.require_root()
     steps = set(args.only or ["images", "flavors", "networks", "packages"])
     conn = connect(args.os_cloud)
 
@@ -48,13 +50,13 @@ def run(args: argparse.Namespace) -> int:
     plan = onboarding.Plan()
     with cloud_errors("onboard"):
         if "images" in steps:
-            plan.add(*onboarding.images(conn, Path(args.image_dir), overrides, args.dry_run, say))
+            plan.add(*onboarding.images(conn, root, Path(args.image_dir), overrides, args.dry_run, say))
         if "flavors" in steps:
-            plan.add(*onboarding.flavors(conn, args.dry_run))
+            plan.add(*onboarding.flavors(conn, root, args.dry_run))
         if "networks" in steps:
-            plan.add(*onboarding.networks(conn, args.dry_run, say, args.timeout))
+            plan.add(*onboarding.networks(conn, root, args.dry_run, say, args.timeout))
         if "packages" in steps:
-            plan.add(*onboarding.vnf_packages(conn, args.dry_run, say))
+            plan.add(*onboarding.vnf_packages(conn, root, args.dry_run, say))
     if args.format == "json":
         print(json.dumps({"dry_run": args.dry_run, "changes": plan.changes,
                           "actions": [a.as_dict() for a in plan.actions]}, indent=2))

@@ -8,6 +8,7 @@ import time
 from typing import Any
 
 from nfvcat import catalog, yamlpos
+from nfvcat.commands import options
 from nfvcat.errors import EXIT_FINDINGS, EXIT_OK, UserError
 
 
@@ -21,21 +22,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="a port of the --flavor VNF, e.g. direct:sriov1 (repeatable)")
     p.add_argument("--inventory", help="host inventory (default: the reference inventory)")
     p.add_argument("--flavors", action="append", metavar="DIR", help="catalog flavors directory")
-    p.add_argument("-e", "--environment", action="append", default=[], metavar="ENV",
-                   help="Heat environment file whose parameters the HOT template gets (repeatable)")
-    p.add_argument("-P", "--parameter", action="append", default=[], metavar="NAME=VALUE",
-                   help="HOT parameter value")
+    options.add_environments(p, "Heat environment file whose parameters the HOT template gets (repeatable)")
+    options.add_parameters(p, "HOT parameter value (repeatable)")
     p.add_argument("--strategy", choices=("spread", "pack"), default="spread", help="host weighing")
     p.add_argument("--capacity", action="store_true", help="how many copies fit, and what runs out first")
     p.add_argument("--max-copies", type=int, default=100000, help="stop --capacity at this many copies")
-    p.add_argument("--format", choices=("text", "json"), default="text")
+    options.add_format(p)
     p.set_defaults(func=run)
 
 
 def _chain(args: argparse.Namespace) -> Any:
     from nfvcat.plan import hot_reader, request
 
-    dirs = args.flavors or request.default_flavor_dirs()
+    dirs = args.flavors
     if args.flavor and args.request:
         raise UserError("give either a request/template or --flavor, not both")
     if args.flavor:
@@ -58,11 +57,7 @@ def _chain(args: argparse.Namespace) -> Any:
         params: dict[str, Any] = {}
         for env in args.environment:
             params.update(_env_parameters(env))
-        for item in args.parameter:
-            name, sep, value = item.partition("=")
-            if not sep:
-                raise UserError(f"-P {item}: expected NAME=VALUE")
-            params[name] = value
+        params.update(dict(args.parameter))
         root = catalog.find_root()
         networks = catalog.provider_networks(root, _read_yaml)
         return hot_reader.load(args.request, data, params, dirs, networks)

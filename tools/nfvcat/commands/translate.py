@@ -9,6 +9,7 @@ import sys
 
 import yaml
 
+from nfvcat.commands import options
 from nfvcat.errors import EXIT_FINDINGS, UserError
 
 
@@ -17,8 +18,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                    description=__doc__)
     parser.add_argument("template", help="the TOSCA service template (YAML)")
     parser.add_argument("-o", "--output", help="write the HOT here instead of standard output")
-    parser.add_argument("-P", "--parameter", action="append", default=[], metavar="NAME=VALUE",
-                        help="a TOSCA input value (repeatable)")
+    options.add_parameters(parser, "a TOSCA input value (repeatable)")
     parser.set_defaults(func=run)
 
 
@@ -27,12 +27,7 @@ def run(args: argparse.Namespace) -> int:
 
     if not os.path.isfile(args.template):
         raise UserError(f"{args.template}: no such file")
-    params = {}
-    for item in args.parameter:
-        name, sep, value = item.partition("=")
-        if not sep or not name:
-            raise UserError(f"-P {item}: expected NAME=VALUE")
-        params[name] = value
+    params = dict(args.parameter)
     try:
         hot = translate(args.template, params)
     except TranslationError as exc:

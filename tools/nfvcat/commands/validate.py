@@ -10,17 +10,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-from nfvcat import output
+from nfvcat.commands import options
 from nfvcat.errors import EXIT_ENGINE, EXIT_FINDINGS, EXIT_OK, UserError
-from nfvcat.rules import all_rules
-from nfvcat.validate import Options, Report, validate_paths
-
-
-def _param(value: str) -> tuple[str, str]:
-    name, sep, val = value.partition("=")
-    if not sep or not name:
-        raise argparse.ArgumentTypeError(f"expected name=value, got {value!r}")
-    return name, val
+from nfvcat.validation import client
+from nfvcat.validation import report as output
+from nfvcat.validation.model import Options, Report
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -28,14 +22,15 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("paths", nargs="*", metavar="PATH",
                    help="files or directories (default: the whole catalog)")
-    p.add_argument("-e", "--environment", action="append", default=[], metavar="ENV",
-                   help="Heat environment file for the templates (repeatable)")
-    p.add_argument("-P", "--parameter", action="append", default=[], type=_param, metavar="NAME=VALUE",
-                   help="template parameter (repeatable)")
-    p.add_argument("--format", choices=("text", "json", "sarif"), default="text")
+    options.add_environments(p, "Heat environment file for the templates (repeatable)")
+    options.add_parameters(p)
+    options.add_format(p, "sarif")
     p.add_argument("--strict", action="store_true", help="warnings fail too")
     p.add_argument("--site", metavar="FILE", help="site profile: which physnet is SR-IOV, which OVS-DPDK")
     p.add_argument("--no-cache", action="store_true", help="run every engine, ignore cached results")
+    p.add_argument("--no-server", action="store_true",
+                   help="run the engines in this process's own workers, not in the engine server that the "
+                        "first validate starts (also NFVCAT_NO_SERVER=1)")
     p.add_argument("--timings", action="store_true", help="print where the time went (stderr)")
     p.set_defaults(func=run)
 
@@ -56,10 +51,18 @@ def run(args: argparse.Namespace) -> int:
             raise UserError(f"environment file {env}: {exc.strerror}") from None
     options = Options(environments=args.environment, parameters=dict(args.parameter), site=args.site,
                       use_cache=not args.no_cache)
-    report = validate_paths(args.paths, options)
+    report = None
+    if not (args.no_server or client.disabled()):
+        report = client.validate(args.paths, options)
+    if report is None:
+        from nfvcat.validation.pipeline import validate_paths
+
+        report = validate_paths(args.paths, options)
     if args.format == "json":
         print(output.as_json(report.findings))
     elif args.format == "sarif":
+        from nfvcat.rules import all_rules
+
         print(output.sarif(report.findings, all_rules()))
     else:
         print(output.text(report.findings, report.files))

@@ -6,6 +6,7 @@ import argparse
 import json
 
 from nfvcat import catalog, versions
+from nfvcat.commands import options
 from nfvcat.errors import EXIT_FINDINGS, EXIT_OK, UserError
 
 
@@ -21,7 +22,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--against", metavar="TAG", help="the release to compare with (default: last tag)")
     parser.add_argument("--root", metavar="DIR", help="catalog root (default: found from the current directory)")
-    parser.add_argument("--format", choices=("text", "json"), default="text")
+    options.add_format(parser)
     parser.add_argument("-v", "--verbose", action="store_true", help="also list unchanged and new entries")
     parser.set_defaults(func=run)
 

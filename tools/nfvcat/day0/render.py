@@ -22,6 +22,7 @@ from typing import Any
 import yaml
 
 from nfvcat import catalog
+from nfvcat.catalog import entries
 from nfvcat.errors import UserError
 
 NAMESPACE = uuid.UUID("6f1c7c2e-54a4-4a4c-9a53-6e66a7d0d0a0")  # nfvcat day-0 ids (uuid5)
@@ -89,23 +90,18 @@ class Day0:
         return data
 
 
-def catalog_root() -> Path:
-    return catalog.find_root() or Path.cwd()
-
-
 def find_template(vnf: str) -> Path:
     """A VNF is a catalog entry name (``vnf-ipsec-gw``, or ``ipsec-gw``), an entry directory or a template."""
     p = Path(vnf)
     if p.is_file():
         return p
-    root = catalog_root() / "templates" / "heat"
-    for cand in (p, root / vnf, root / f"vnf-{vnf}"):
-        if cand.is_dir() and (cand / "entry.yaml").is_file():
-            entry = yaml.safe_load((cand / "entry.yaml").read_text())
-            tpl = cand / str(entry.get("template", ""))
-            if tpl.is_file():
-                return tpl
-    raise UserError(f"no catalog VNF or template {vnf!r} (looked in {root})")
+    root = catalog.require_root()
+    try:
+        return entries.find(root, vnf, "heat").template
+    except UserError:
+        if p.is_dir() or vnf.startswith("vnf-"):
+            raise
+        return entries.find(root, f"vnf-{vnf}", "heat").template
 
 
 def generated_mac(seed: str) -> str:
@@ -134,7 +130,7 @@ def _heat() -> None:
                 warnings.simplefilter("ignore")
                 from nfvcat.engines import heat
 
-                heat.setup()
+                heat.offline_context()
         finally:
             logging.disable(previous)
         _heat_ready.append(True)
@@ -181,9 +177,9 @@ def render(vnf: str, environments: list[str] | None = None, parameters: dict[str
             raise UserError(f"{path.name}: parameters the day-0 data needs have no value: {', '.join(missing)} "
                             "(give them with -e or -P)")
         if unset:  # parameters day 0 does not depend on (networks, say): any valid value
-            from nfvcat.engines import heat_values
+            from nfvcat.engines.heat import placeholder
 
-            env_params.update({n: heat_values.invent(n, s, tpl, tmpl.env.get_class, None) for n, s in unset.items()})
+            env_params.update({n: placeholder(n, s, tpl, tmpl.env.get_class) for n, s in unset.items()})
             tmpl = template.Template(tpl, files=files, env=environment.Environment(env))
             stk = stack.Stack(_heat_state(), "nfvcat-day0", tmpl)
         stk.parameters.validate(validate_value=True)
@@ -258,7 +254,7 @@ def _params_used(props: dict[str, Any], resources: dict[str, Any], conditions: d
 def _heat_state() -> Any:
     from nfvcat.engines import heat
 
-    return heat._state["ctx"]
+    return heat.offline_context()
 
 
 def _replace_get_attr(node: Any, attrs: dict[str, Any], where: str) -> Any:

@@ -67,8 +67,13 @@ def start_all(state: State, group: list[Service], progress: Progress, timeout: f
         progress.say(f"{svc.name:28} {'already up' if was else 'up'} ({time.monotonic() - t:.1f}s)")
 
 
+def apis_all(state: State) -> list[Service]:
+    """Every API and engine process: OpenStack's (services) and Tacker's (tacker, which builds on services)."""
+    return [*services.apis(state), *tacker.processes(state)]
+
+
 def all_services(state: State, dpdk: bool, inv: Path) -> list[Service]:
-    return [*services.infra(state, dpdk), services.keystone(state), *services.apis_all(state),
+    return [*services.infra(state, dpdk), services.keystone(state), *apis_all(state),
             *services.computes(state, inv)]
 
 
@@ -136,7 +141,7 @@ def up(state: State, inv_path: Path | None, out: TextIO = sys.stderr, quiet: boo
     progress.say("keystone catalog, service users and roles ready")
     bootstrap.clouds_yaml(state)
 
-    start_all(state, services.apis_all(state), progress)
+    start_all(state, apis_all(state), progress)
     # nova-compute refuses to start again without the node identity it had: keep it stable, from the host name
     from nfvcat.devcloud.fakevirt import node_uuid
 

@@ -166,12 +166,6 @@ def oslo(state: State, name: str, conf: list[str], env: dict[str, str] | None = 
                    env=env or {}, grace=5)
 
 
-def apis_all(state: State) -> list[Service]:
-    from nfvcat.devcloud import tacker
-
-    return [*apis(state), *tacker.processes(state)]
-
-
 def computes(state: State, inventory: Path) -> list[Service]:
     n = state.etc / "neutron"
     return [

@@ -17,11 +17,38 @@ import re
 from typing import Any
 from urllib.parse import unquote, urlparse
 
+from nfvcat.documents import Document
 from nfvcat.engines import heat_paths, heat_values
+from nfvcat.engines.jobs import EngineJob, JobContext
 from nfvcat.engines.worker import Job, Result, finding, serve
 
 ENGINE = "heat"
 _state: dict[str, Any] = {}
+
+
+def jobs(doc: Document, ctx: JobContext) -> list[EngineJob]:
+    """A template once per example environment of its entry (or with the -e files), an environment alone."""
+    if doc.kind == "hot":
+        env_sets = [[ex] for ex in ctx.examples] or [[os.path.abspath(e) for e in ctx.environments]]
+        return [EngineJob(ENGINE, doc, {"file": doc.abspath, "environments": envs, "parameters": ctx.parameters})
+                for envs in env_sets]
+    if doc.kind == "environment":
+        return [EngineJob(ENGINE, doc, {"file": doc.abspath, "kind": "environment"})]
+    return []
+
+
+def offline_context() -> Any:
+    """Heat set up offline in this process (once), and the request context its stacks need: for the
+    commands that use Heat's engine in-process (day0 resolves user data with it)."""
+    if "ctx" not in _state:
+        setup()
+    return _state["ctx"]
+
+
+def placeholder(name: str, schema: Any, tpl: Any, get_class: Any) -> Any:
+    """A value for parameter ``name`` of ``tpl`` that satisfies its constraints and the properties it
+    feeds, as a user's real one would (heat_values.invent)."""
+    return heat_values.invent(name, schema, tpl, get_class, _state.get("ctx"))
 
 
 def setup() -> None:

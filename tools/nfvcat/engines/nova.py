@@ -10,6 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from nfvcat.catalog import units
+from nfvcat.catalog.flavors import pci_aliases
+from nfvcat.catalog.specs import sol001_specs, spec_str
+from nfvcat.documents import Document
+from nfvcat.engines.jobs import EngineJob, JobContext
 from nfvcat.engines.worker import Job, Result, finding, serve
 
 ENGINE = "nova"
@@ -44,6 +49,101 @@ _KEY_OF = {
     "FlavorImageConflict": "hw:mem_encryption",
     "InvalidRequest": "",
 }
+
+
+def jobs(doc: Document, ctx: JobContext) -> list[EngineJob]:
+    """A Nova flavor check for a catalog flavor, each OS::Nova::Flavor of a template, each Vdu of a VNFD."""
+    if doc.kind == "flavor":
+        data = doc.data
+        specs = data.get("extra_specs")
+        specs = specs if isinstance(specs, dict) else {}
+        return [EngineJob(ENGINE, doc, {
+            "name": str(data.get("name")), "vcpus": _positive(data.get("vcpus"), 1),
+            "ram": _positive(data.get("ram"), 512), "disk": _positive(data.get("disk"), 0),
+            "extra_specs": _string_specs(None, specs, {}),
+            "pci_alias": pci_aliases(data)}, ("extra_specs",))]
+    if doc.kind == "hot":
+        return _hot_flavors(doc, ctx)
+    if doc.kind == "vnfd":
+        out = []
+        for where, _ in _vnfd_flavors(doc.data):
+            compute = _dig(doc.data, where[:-2]) or {}
+            cpu = _dig(compute, ("virtual_cpu", "num_virtual_cpu"))
+            mem = _mib(_dig(compute, ("virtual_memory", "virtual_mem_size")))
+            out.append(EngineJob(ENGINE, doc, {
+                "name": str(where[2]) if len(where) > 2 else "vdu",
+                "vcpus": _positive(cpu, 1), "ram": _positive(mem, 512),
+                "extra_specs": _string_specs(None, sol001_specs(_dig(doc.data, where)) or {}, {})},
+                where))
+        return out
+    return []
+
+
+def _hot_flavors(doc: Document, ctx: JobContext) -> list[EngineJob]:
+    from nfvcat import hot
+
+    out = []
+    for name, body in hot.resources(doc.data, "OS::Nova::Flavor"):
+        p = hot.props(body)
+        specs = p.get("extra_specs")
+        specs = specs if isinstance(specs, dict) else {}
+        vcpus = hot.resolve(doc.data, p.get("vcpus"), ctx.rules.parameters)
+        ram = hot.resolve(doc.data, p.get("ram"), ctx.rules.parameters)
+        out.append(EngineJob(ENGINE, doc, {
+            "name": name, "vcpus": _positive(vcpus, 1), "ram": _positive(ram, 512),
+            "extra_specs": _string_specs(doc.data, specs, ctx.rules.parameters)},
+            ("resources", name, "properties", "extra_specs")))
+    return out
+
+
+def _vnfd_flavors(data: Any, path: tuple[Any, ...] = ()) -> list[tuple[tuple[Any, ...], dict[str, Any]]]:
+    """(path of nova_extra_specs, its virtual_compute properties) for every Vdu in a SOL001 VNFD."""
+    found: list[tuple[tuple[Any, ...], dict[str, Any]]] = []
+    if isinstance(data, dict):
+        for key, value in data.items():
+            if key == "nova_extra_specs" and sol001_specs(value) is not None and len(path) >= 2:
+                found.append((path + (key,), {}))
+            else:
+                found.extend(_vnfd_flavors(value, path + (key,)))
+    elif isinstance(data, list):
+        for i, item in enumerate(data):
+            found.extend(_vnfd_flavors(item, path + (i,)))
+    return found
+
+
+def _dig(data: Any, path: tuple[Any, ...]) -> Any:
+    for key in path:
+        if isinstance(data, dict):
+            data = data.get(key)
+        elif isinstance(data, list) and isinstance(key, int) and key < len(data):
+            data = data[key]
+        else:
+            return None
+    return data
+
+
+def _mib(value: Any) -> int | None:
+    """A VNFD memory size in MiB as tacker makes the flavor (a bad one is tosca-parser's finding)."""
+    try:
+        return units.tosca_size(value, "MiB")
+    except units.SizeError:
+        return None
+
+
+def _positive(value: Any, default: int) -> int:
+    """A size for Nova's objects; a bad one is reported by E2004, Nova gets the default."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and 0 < value < 2**31 else default
+
+
+def _string_specs(data: Any, specs: dict[str, Any], params: dict[str, Any]) -> dict[str, str]:
+    from nfvcat import hot
+
+    out = {}
+    for key, value in specs.items():
+        value = hot.resolve(data, value, params)
+        if value is not hot.UNRESOLVED and not isinstance(value, (dict, list)):
+            out[str(key)] = spec_str(value)
+    return out
 
 
 def setup() -> None:

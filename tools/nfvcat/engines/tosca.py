@@ -25,7 +25,8 @@ from typing import Any
 
 import yaml
 
-from nfvcat.documents import display_path
+from nfvcat.documents import Document, display_path
+from nfvcat.engines.jobs import EngineJob, JobContext
 from nfvcat.engines.worker import Job, Result, finding, serve
 
 ENGINE = "tosca"
@@ -60,6 +61,21 @@ def local_defs() -> dict[str, str]:
             for raw in ("raw", "-/raw"):
                 defs[f"{SOL001_BASE}/{raw}/v{version}/{name}"] = os.path.join(sol001_dir(), name)
     return defs
+
+
+def jobs(doc: Document, ctx: JobContext) -> list[EngineJob]:
+    """tosca-parser (and tacker, for a CSAR) on every TOSCA template, VNFD and package."""
+    if doc.kind in ("tosca", "vnfd", "csar"):
+        return [EngineJob(ENGINE, doc, {"file": doc.abspath, "kind": doc.kind})]
+    return []
+
+
+def offline_setup() -> None:
+    """tosca-parser set up offline in this process (once), SOL001 imported by bare name resolved to the
+    copies tacker ships: for the commands that parse TOSCA in-process (translate)."""
+    if "local_defs" not in _state:
+        setup()
+    _state["bare_sol001"] = True
 
 
 def setup() -> None:

@@ -1,4 +1,10 @@
-"""The harness every engine worker runs under: JSON jobs in, JSON results out, nothing else on stdout."""
+"""The harness every engine worker runs under: JSON jobs in, JSON results out, nothing else on stdout.
+
+The protocol is request/response, one JSON document per line: the worker loads its engine at once,
+then answers each request ``{"jobs": [JOB, ...], "cwd": DIR}`` with ``{"results": [RESULT, ...]}``
+(one per job, in order) until its stdin ends. A one-shot run sends one request and closes stdin; the
+engine server keeps the worker and sends more.
+"""
 
 from __future__ import annotations
 
@@ -31,15 +37,22 @@ def serve(engine: str, setup: Callable[[], None], check: Callable[[Job], Result]
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
     sys.stdout = sys.stderr
     setup()  # while the caller is still preparing the jobs
-    jobs = json.load(sys.stdin)
-    results: list[Result] = []
-    for job in jobs:
-        try:
-            with contextlib.redirect_stdout(io.StringIO()):
-                results.append(check(job))
-        except Exception as exc:  # an engine bug must not hide the other jobs' results
-            tail = traceback.format_exception_only(type(exc), exc)[-1].strip()
-            results.append({"findings": [finding(
-                "E0009", [], f"{engine} engine failed on this document: {tail}", engine)], "deps": {}})
-    json.dump(results, out)
-    out.flush()
+    for line in iter(sys.stdin.readline, ""):
+        if not line.strip():
+            continue
+        request = json.loads(line)
+        if request.get("cwd"):
+            os.chdir(request["cwd"])  # paths shown in messages are relative to the caller's directory
+        results = [_one(engine, check, job) for job in request.get("jobs", [])]
+        out.write(json.dumps({"results": results}) + "\n")
+        out.flush()
+
+
+def _one(engine: str, check: Callable[[Job], Result], job: Job) -> Result:
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            return check(job)
+    except Exception as exc:  # an engine bug must not hide the other jobs' results
+        tail = traceback.format_exception_only(type(exc), exc)[-1].strip()
+        return {"findings": [finding("E0009", [], f"{engine} engine failed on this document: {tail}", engine)],
+                "deps": {}}

@@ -17,7 +17,7 @@ from nfvcat.errors import UserError
 from nfvcat.plan.request import GROUP_POLICIES, Chain, Flavor, Port, Vnf, find_flavor, flavor_from_data
 
 
-def _flavor(data: Any, value: Any, params: dict[str, Any], dirs: list[str], where: str,
+def _flavor(data: Any, value: Any, params: dict[str, Any], dirs: list[str] | None, where: str,
             outer: tuple[Any, ...] = ()) -> Flavor:
     target = hot.follow(data, value, params, outer, "OS::Nova::Flavor")
     ref = hot.resource_ref(value if hot.resource_ref(value) else hot.resolve(data, value, params))
@@ -69,7 +69,7 @@ def _group(data: Any, hints: Any, params: dict[str, Any], groups: dict[str, str]
     return name
 
 
-def load(path: str, data: Any, params: dict[str, Any], flavor_dirs: list[str],
+def load(path: str, data: Any, params: dict[str, Any], flavor_dirs: list[str] | None,
          networks: dict[str, dict[str, Any]] | None = None) -> Chain:
     res = data.get("resources") if isinstance(data, dict) else None
     if not isinstance(res, dict):
@@ -82,7 +82,7 @@ def load(path: str, data: Any, params: dict[str, Any], flavor_dirs: list[str],
     return Chain(source=path, vnfs=vnfs, server_groups=groups)
 
 
-def _servers(path: str, data: Any, params: dict[str, Any], flavor_dirs: list[str],
+def _servers(path: str, data: Any, params: dict[str, Any], flavor_dirs: list[str] | None,
              networks: dict[str, dict[str, Any]], outer: tuple[Any, ...], prefix: str,
              groups: dict[str, str], vnfs: list[Vnf]) -> None:
     res = data.get("resources") if isinstance(data, dict) else None

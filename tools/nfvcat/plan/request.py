@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nfvcat import yamlpos
+from nfvcat.catalog import flavors as catalog_flavors
+from nfvcat.catalog.specs import stringify
 from nfvcat.errors import UserError
 
 VNIC_TYPES = {"normal", "direct", "macvtap", "direct-physical", "virtio-forwarder", "vdpa", "remote-managed",
@@ -60,13 +62,6 @@ class Chain:
     server_groups: dict[str, str] = field(default_factory=dict)  # name -> policy
 
 
-def default_flavor_dirs() -> list[str]:
-    here = os.path.dirname(os.path.abspath(__file__))
-    repo = os.path.normpath(os.path.join(here, "..", "..", ".."))
-    dirs = [os.path.join(os.getcwd(), "flavors"), os.path.join(repo, "flavors")]
-    return list(dict.fromkeys(d for d in dirs if os.path.isdir(d)))
-
-
 def _read_yaml(path: str, what: str) -> Any:
     try:
         with open(path, encoding="utf-8") as f:
@@ -97,33 +92,15 @@ def flavor_from_data(data: Any, where: str) -> Flavor:
     if not isinstance(host, dict):
         raise UserError(f"{where}: host must be a mapping")
     return Flavor(name=str(data.get("name") or os.path.basename(where)), vcpus=vcpus, ram=ram,
-                  disk=int(data.get("disk") or 0), extra_specs={str(k): _spec_str(v) for k, v in specs.items()},
+                  disk=int(data.get("disk") or 0), extra_specs=stringify(specs),
                   host=host)
 
 
-def _spec_str(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
-
-
-def find_flavor(name: str, dirs: list[str]) -> Flavor:
-    """A catalog flavor by entry directory (flavors/<entry>/flavor.yaml) or by its Nova name (``name:``)."""
-    if name.endswith((".yaml", ".yml")) and os.path.isfile(name):
-        return flavor_from_data(_read_yaml(name, "flavor"), name)
-    for d in dirs:
-        path = os.path.join(d, name, "flavor.yaml")
-        if os.path.isfile(path):
-            return flavor_from_data(_read_yaml(path, "flavor"), path)
-    for d in dirs:
-        for entry in sorted(os.listdir(d)):
-            path = os.path.join(d, entry, "flavor.yaml")
-            if os.path.isfile(path):
-                data = _read_yaml(path, "flavor")
-                if isinstance(data, dict) and data.get("name") == name:
-                    return flavor_from_data(data, path)
-    where = ", ".join(dirs) or "no flavors directory found"
-    raise UserError(f"flavor '{name}' not found in the catalog ({where})")
+def find_flavor(name: str, dirs: list[str] | None = None) -> Flavor:
+    """A catalog flavor (entry directory, Nova name or flavor.yaml path) as the planner's Flavor; ``dirs``
+    replaces the catalog's flavors/ (``nfvcat plan --flavors DIR``)."""
+    found = catalog_flavors.find(name, dirs=dirs)
+    return flavor_from_data(found.data, str(found.path))
 
 
 def port_from_data(data: Any, where: str) -> Port:
@@ -139,7 +116,7 @@ def port_from_data(data: Any, where: str) -> Port:
     return Port(vnic_type=vnic, physnet=str(physnet) if physnet else None)
 
 
-def load(path: str, flavor_dirs: list[str]) -> Chain:
+def load(path: str, flavor_dirs: list[str] | None = None) -> Chain:
     data = _read_yaml(path, "placement request")
     if not isinstance(data, dict) or not isinstance(data.get("vnfs"), list) or not data["vnfs"]:
         raise UserError(f"{path}: a placement request needs a non-empty 'vnfs' list")
@@ -174,8 +151,11 @@ def load(path: str, flavor_dirs: list[str]) -> Chain:
         props = raw.get("image_properties") or {}
         if not isinstance(props, dict):
             raise UserError(f"{where}: image_properties must be a mapping")
+        ports = raw.get("ports") or []
+        if not isinstance(ports, list):
+            raise UserError(f"{where}: ports must be a list")
         vnfs.append(Vnf(name=str(raw.get("name") or flavor.name), flavor=flavor, image_properties=props,
-                        ports=[port_from_data(p, f"{where}/ports/{j}") for j, p in enumerate(raw.get("ports") or [])],
+                        ports=[port_from_data(p, f"{where}/ports/{j}") for j, p in enumerate(ports)],
                         count=count, server_group=str(group) if group else None))
     names = [v.name for v in vnfs]
     if len(set(names)) != len(names):

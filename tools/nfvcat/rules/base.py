@@ -14,20 +14,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from nfvcat.catalog.site import SiteProfile
 from nfvcat.documents import Document
 from nfvcat.findings import RawFinding
-
-
-@dataclass
-class SiteProfile:
-    """Which physnet is SR-IOV and which OVS-DPDK, and their VLAN ranges."""
-
-    path: str = ""
-    physnets: dict[str, dict[str, Any]] = field(default_factory=dict)
-
-    def physnet_type(self, name: Any) -> str | None:
-        entry = self.physnets.get(name) if isinstance(name, str) else None
-        return entry.get("type") if isinstance(entry, dict) else None
 
 
 @dataclass

@@ -1,22 +1,11 @@
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
-from functools import cache
-from importlib import resources
-from typing import Any
 
+from nfvcat.catalog.entries import entry_validator
 from nfvcat.documents import Document
 from nfvcat.findings import RawFinding
 from nfvcat.rules.base import Context, Rule
-
-
-@cache
-def entry_validator() -> Any:
-    import jsonschema
-
-    schema = json.loads(resources.files("nfvcat.schemas").joinpath("entry.schema.json").read_text())
-    return jsonschema.Draft202012Validator(schema)
 
 
 class EntrySchema(Rule):

@@ -1,4 +1,6 @@
-"""Where the catalog is and which files belong to it."""
+"""The catalog: where it is and which files belong to it (here), and its model, one module per kind of data:
+``entries`` (entry.yaml, the one loader), ``flavors``, ``site`` (the site profile), ``specs`` (extra-spec
+values as Nova stores them) and ``units`` (TOSCA sizes, Nova page sizes)."""
 
 from __future__ import annotations
 
@@ -26,6 +28,17 @@ def find_root(start: str | None = None) -> Path | None:
     if (repo / "templates").is_dir() and (repo / "flavors").is_dir():
         return repo
     return None
+
+
+def require_root(start: str | None = None) -> Path:
+    """The catalog root, or a one-line error for the commands that cannot work without one."""
+    root = find_root(start)
+    if root is None:
+        from nfvcat.errors import UserError
+
+        raise UserError("no catalog here (no templates/ and flavors/ at or above the current directory); "
+                        "set NFVCAT_CATALOG_DIR")
+    return root
 
 
 def walk(directory: Path) -> list[Path]:

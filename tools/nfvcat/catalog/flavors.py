@@ -1,10 +1,12 @@
-"""Catalog flavors in the three forms an operator uses: an ``OS::Nova::Flavor`` resource for HOT, an
-``openstack flavor create`` command line, and the nova.conf / kernel settings the compute host needs."""
+"""Catalog flavors: the one loader of flavor files, and the three forms an operator uses: an
+``OS::Nova::Flavor`` resource for HOT, an ``openstack flavor create`` command line, and the nova.conf /
+kernel settings the compute host needs."""
 
 from __future__ import annotations
 
 import json
 import shlex
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -12,6 +14,7 @@ from typing import Any
 import yaml
 
 from nfvcat import catalog, yamlpos
+from nfvcat.catalog.specs import stringify
 from nfvcat.errors import UserError
 
 
@@ -26,27 +29,74 @@ class CatalogFlavor:
         return str(self.data.get("name") or self.entry)
 
     def specs(self) -> dict[str, str]:
-        specs = self.data.get("extra_specs") or {}
-        return {str(k): str(v).lower() if isinstance(v, bool) else str(v) for k, v in specs.items()}
+        return stringify(self.data.get("extra_specs") if isinstance(self.data.get("extra_specs"), dict) else {})
+
+    def pci_aliases(self) -> list[str] | None:
+        return pci_aliases(self.data)
 
 
-def all_flavors(root: Path | None = None) -> list[CatalogFlavor]:
-    root = root or catalog.find_root()
+def pci_aliases(data: Any) -> list[str] | None:
+    """The ``[pci] alias`` entries a flavor's ``host`` section states, as the JSON strings Nova reads."""
+    host = data.get("host") if isinstance(data, dict) else None
+    if not isinstance(host, dict):
+        return None
+    flat = host.get("pci_alias")
+    if isinstance(flat, list) and flat:
+        return [a if isinstance(a, str) else json.dumps(a) for a in flat]
+    for holder in (host, host.get("nova_conf"), host.get("nova.conf")):
+        pci = holder.get("pci") if isinstance(holder, dict) else None
+        alias = pci.get("alias") if isinstance(pci, dict) else None
+        if isinstance(alias, list) and alias:
+            return [a if isinstance(a, str) else json.dumps(a) for a in alias]
+    return None
+
+
+def load_file(path: Path) -> CatalogFlavor:
+    """One flavor file (``flavors/<entry>/flavor.yaml``, or any file of that form)."""
+    try:
+        data, _ = yamlpos.load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UserError(f"{path}: no such flavor file") from None
+    except (OSError, UnicodeDecodeError, yamlpos.DocumentError) as exc:
+        raise UserError(f"{path}: {getattr(exc, 'message', exc)} (run nfvcat validate)") from None
+    if not isinstance(data, dict):
+        raise UserError(f"{path}: a flavor is a mapping with vcpus, ram and extra_specs")
+    return CatalogFlavor(path.parent.name, path, data)
+
+
+def flavor_dirs(root: Path | None = None, extra: list[str] | None = None) -> list[Path]:
+    """Where flavors are looked up: the directories given (``nfvcat plan --flavors DIR``), else the catalog's."""
+    if extra:
+        return [Path(d) for d in extra]
+    return [(root or catalog.require_root()) / "flavors"]
+
+
+def flavor_files(root: Path | None = None, dirs: list[str] | None = None) -> list[Path]:
+    return [path for d in flavor_dirs(root, dirs) for path in sorted(d.glob("*/flavor.yaml"))]
+
+
+def all_flavors(root: Path | None = None, dirs: list[str] | None = None) -> list[CatalogFlavor]:
+    return [load_file(path) for path in flavor_files(root, dirs)]
+
+
+def by_name(root: Path | None, read: Callable[[Path], Any]) -> dict[str, dict[str, Any]]:
+    """Nova name -> data of the catalog's flavors, read by ``read`` (the validator's reader, which gives None
+    for a file that does not read: it reports that itself); {} outside a catalog."""
     if root is None:
-        raise UserError("no catalog here (no templates/ and flavors/ above the current directory)")
-    out = []
-    for path in sorted((root / "flavors").glob("*/flavor.yaml")):
-        try:
-            data, _ = yamlpos.load(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, yamlpos.DocumentError) as exc:
-            raise UserError(f"{path}: {getattr(exc, 'message', exc)} (run nfvcat validate)") from None
-        if isinstance(data, dict):
-            out.append(CatalogFlavor(path.parent.name, path, data))
+        return {}
+    out: dict[str, dict[str, Any]] = {}
+    for path in flavor_files(root):
+        data = read(path)
+        if isinstance(data, dict) and isinstance(data.get("name"), str):
+            out[data["name"]] = data
     return out
 
 
-def find(name: str, root: Path | None = None) -> CatalogFlavor:
-    flavors = all_flavors(root)
+def find(name: str, root: Path | None = None, dirs: list[str] | None = None) -> CatalogFlavor:
+    """A flavor by file path, entry directory name or Nova name."""
+    if name.endswith((".yaml", ".yml")) and Path(name).is_file():
+        return load_file(Path(name))
+    flavors = all_flavors(root, dirs)
     for f in flavors:
         if name in (f.entry, f.name):
             return f

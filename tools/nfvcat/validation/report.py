@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nfvcat import __version__
 from nfvcat.findings import Finding
-from nfvcat.rules.base import Rule
+
+if TYPE_CHECKING:
+    from nfvcat.rules.base import Rule
 
 SARIF_LEVEL = {"error": "error", "warning": "warning", "informational": "note"}
 

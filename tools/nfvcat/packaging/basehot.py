@@ -21,20 +21,17 @@ A vnfd entry's ``basehot.yaml`` names the catalog HOT entry its VDU is (``catalo
 
 from __future__ import annotations
 
-import json
 import os
 import posixpath
-import re
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from nfvcat.catalog import entries, specs, units
 from nfvcat.errors import UserError
 
 MAPPING_FILE = "basehot.yaml"
-_UNITS = {"b": 1, "kb": 10**3, "kib": 2**10, "mb": 10**6, "mib": 2**20, "gb": 10**9, "gib": 2**30,
-          "tb": 10**12, "tib": 2**40}
 
 
 class _Dumper(yaml.SafeDumper):
@@ -57,14 +54,6 @@ def _list(dumper: yaml.SafeDumper, value: list[Any]) -> yaml.SequenceNode:
 
 _Dumper.add_representer(str, _str)
 _Dumper.add_representer(list, _list)
-
-
-def size(value: Any, unit: str) -> int:
-    """A SOL001 scalar-unit.size (``8 GiB``) in whole ``unit`` (``MiB``, ``GiB``)."""
-    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([A-Za-z]+)\s*", str(value))
-    if not match or match.group(2).lower() not in _UNITS:
-        raise UserError(f"not a size: {value!r}")
-    return int(float(match.group(1)) * _UNITS[match.group(2).lower()] // _UNITS[unit.lower()])
 
 
 def walk(node: Any, key: str) -> list[Any]:
@@ -109,11 +98,10 @@ def read_mapping(entry_dir: Path) -> dict[str, Any] | None:
 
 def catalog_template(entry_dir: Path, mapping: dict[str, Any]) -> Path:
     """The catalog HOT entry's main template (``template`` of its entry.yaml)."""
-    catalog = (entry_dir / mapping["catalog"]).resolve()
-    entry = _load(catalog / "entry.yaml")
-    if not isinstance(entry, dict) or entry.get("kind") != "heat" or not isinstance(entry.get("template"), str):
-        raise UserError(f"{catalog}: not a catalog HOT entry (kind: heat with a template)")
-    return catalog / entry["template"]
+    entry = entries.load((entry_dir / mapping["catalog"]).resolve())
+    if entry.kind != "heat":
+        raise UserError(f"{entry.dir}: not a catalog HOT entry (kind: heat)")
+    return entry.template
 
 
 def vnfd_flavour(entry_dir: Path, template: str, flavour: str) -> dict[str, Any]:
@@ -135,21 +123,21 @@ def _flavor(vdu: str, node: dict[str, Any]) -> dict[str, Any]:
     props = (((node.get("capabilities") or {}).get("virtual_compute") or {}).get("properties") or {})
     try:
         vcpus = props["virtual_cpu"]["num_virtual_cpu"]
-        ram = size(props["virtual_memory"]["virtual_mem_size"], "MiB")
+        ram = units.tosca_size(props["virtual_memory"]["virtual_mem_size"], "MiB")
+        storage = props.get("virtual_local_storage") or []
+        disk = units.tosca_size(storage[0]["size_of_storage"], "GiB") if storage else 0
     except (KeyError, TypeError):
         raise UserError(f"{vdu}: virtual_compute needs virtual_cpu.num_virtual_cpu and "
                         "virtual_memory.virtual_mem_size") from None
-    storage = props.get("virtual_local_storage") or []
-    disk = size(storage[0]["size_of_storage"], "GiB") if storage else 0
-    specs = (props.get("compute_requirements") or {}).get("nova_extra_specs") or {}
-    if isinstance(specs, str):  # compute_requirements is a map of strings in SOL001: one JSON string
-        try:
-            specs = json.loads(specs)
-        except ValueError as exc:
-            raise UserError(f"{vdu}: nova_extra_specs is not JSON: {exc}") from None
+    except units.SizeError as exc:
+        raise UserError(f"{vdu}: {exc}") from None
+    raw = (props.get("compute_requirements") or {}).get("nova_extra_specs") or {}
+    extra = specs.sol001_specs(raw)
+    if extra is None:
+        raise UserError(f"{vdu}: nova_extra_specs is not a mapping (nor a YAML/JSON string of one)")
     flavor: dict[str, Any] = {"vcpus": vcpus, "ram": ram, "disk": disk}
-    if specs:
-        flavor["extra_specs"] = {str(k): str(v) for k, v in specs.items()}
+    if extra:
+        flavor["extra_specs"] = specs.stringify(extra)
     return {"type": "OS::Nova::Flavor", "properties": flavor}
 
 

@@ -1,0 +1,138 @@
+"""Catalog entries: one directory each, described by its ``entry.yaml``. The one loader of entry.yaml.
+
+An entry is read and checked against ``nfvcat/schemas/entry.schema.json`` (the schema rule E0010 uses in
+``nfvcat validate``); a broken one is a one-line error naming the file, line and column.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from nfvcat import catalog, yamlpos
+from nfvcat.errors import UserError
+
+ENTRY_FILE = "entry.yaml"
+KIND_DIRS = {"heat": ("templates", "heat"), "tosca": ("templates", "tosca"), "vnfd": ("vnfd",),
+             "flavor": ("flavors",), "hook": ("hooks",)}
+
+
+@cache
+def entry_validator() -> Any:
+    import jsonschema
+
+    schema = json.loads(resources.files("nfvcat.schemas").joinpath("entry.schema.json").read_text())
+    return jsonschema.Draft202012Validator(schema)
+
+
+@dataclass(frozen=True)
+class Entry:
+    dir: Path
+    meta: dict[str, Any]
+
+    @property
+    def name(self) -> str:
+        return str(self.meta["name"])
+
+    @property
+    def version(self) -> str:
+        return str(self.meta["version"])
+
+    @property
+    def kind(self) -> str:
+        return str(self.meta["kind"])
+
+    @property
+    def template(self) -> Path:
+        """The entry's main file (``template:``); an entry without one cannot be deployed or packaged."""
+        name = self.meta.get("template")
+        if not isinstance(name, str):
+            raise UserError(f"{self.dir / ENTRY_FILE}: no 'template' (the entry's main file)")
+        return (self.dir / name).resolve()
+
+    @property
+    def images(self) -> list[dict[str, Any]]:
+        return [i for i in self.meta.get("images") or [] if isinstance(i, dict)]
+
+    def examples(self) -> list[Path]:
+        return catalog.examples_of(self.dir)
+
+    def example(self, name: str) -> Path | None:
+        """An example environment by file name or short name (``sriov`` for examples/sriov.env.yaml)."""
+        for cand in (self.dir / "examples" / name, self.dir / "examples" / f"{name}.env.yaml",
+                     self.dir / "examples" / f"{name}.yaml"):
+            if cand.is_file():
+                return cand
+        return None
+
+    def environments(self, names: list[str]) -> list[Path]:
+        """Environment files as given (``-e``): a path, or the name of one of the entry's examples."""
+        out = []
+        for name in names:
+            path = Path(name) if Path(name).is_file() else self.example(name)
+            if path is None:
+                raise UserError(f"-e {name}: no such file, nor an example of {self.name}")
+            out.append(path)
+        return out
+
+
+def load(entry_dir: Path) -> Entry:
+    """The entry in ``entry_dir``, its entry.yaml checked against the schema."""
+    path = entry_dir / ENTRY_FILE
+    try:
+        data, positions = yamlpos.load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UserError(f"{entry_dir}: no {ENTRY_FILE} (not a catalog entry)") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UserError(f"{path}: cannot read: {exc}") from None
+    except yamlpos.DocumentError as exc:
+        raise UserError(f"{path}:{exc.line}:{exc.column}: {exc.message}") from None
+    errors = sorted(entry_validator().iter_errors(data), key=lambda e: list(map(str, e.absolute_path)))
+    if errors:
+        line, col = positions.locate(tuple(errors[0].absolute_path))
+        raise UserError(f"{path}:{line}:{col}: {errors[0].message} (E0010; run nfvcat validate)")
+    return Entry(entry_dir.resolve(), data)
+
+
+def entries(root: Path, kind: str | None = None) -> list[Entry]:
+    """Every entry of the catalog at ``root`` (of one kind), in a stable order."""
+    kinds = [kind] if kind else list(KIND_DIRS)
+    out: list[Entry] = []
+    for k in kinds:
+        base = root.joinpath(*KIND_DIRS[k])
+        for path in sorted(base.glob(f"*/{ENTRY_FILE}")) if base.is_dir() else []:
+            entry = load(path.parent)
+            if entry.kind == k:
+                out.append(entry)
+    return out
+
+
+def find(root: Path, name: str, kind: str) -> Entry:
+    """An entry of ``kind`` by its name or directory name, or by a path to its directory."""
+    path = Path(name)
+    if (path / ENTRY_FILE).is_file():
+        entry = load(path)
+        if entry.kind != kind:
+            raise UserError(f"{path}: a {entry.kind} entry, not a {kind} entry")
+        return entry
+    known = entries(root, kind)
+    for e in known:
+        if name in (e.name, e.dir.name):
+            return e
+    where = "/".join(KIND_DIRS[kind])
+    raise UserError(f"no {kind} entry '{name}' in {where} (known: {', '.join(e.name for e in known)})")
+
+
+
+def required_images(root: Path) -> list[dict[str, Any]]:
+    """Every image some HOT entry needs (``images:`` of its entry.yaml), once per name."""
+    seen: dict[str, dict[str, Any]] = {}
+    for e in entries(root, "heat"):
+        for img in e.images:
+            if img.get("name"):
+                seen.setdefault(str(img["name"]), img)
+    return list(seen.values())

@@ -1,0 +1,41 @@
+"""The options several commands share, each defined once: ``-P``, ``-e``, ``--format``, ``--os-cloud``,
+``--inventory``. Only command modules use this; values are handed to the library as plain data."""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+
+def parameter(value: str) -> tuple[str, str]:
+    """``NAME=VALUE`` (the value may be empty or hold '=')."""
+    name, sep, val = value.partition("=")
+    if not sep or not name:
+        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {value!r}")
+    return name, val
+
+
+def add_parameters(p: argparse.ArgumentParser, help: str = "template parameter (repeatable)") -> None:
+    """``-P NAME=VALUE``, repeatable; ``args.parameter`` is a list of (name, value) pairs."""
+    p.add_argument("-P", "--parameter", action="append", default=[], type=parameter, metavar="NAME=VALUE",
+                   help=help)
+
+
+def add_environments(p: argparse.ArgumentParser,
+                     help: str = "Heat environment file (repeatable)") -> None:
+    p.add_argument("-e", "--environment", action="append", default=[], metavar="ENV", help=help)
+
+
+def add_format(p: argparse.ArgumentParser, *extra: str) -> None:
+    """``--format text|json`` (plus ``extra`` formats, e.g. sarif)."""
+    p.add_argument("--format", choices=("text", "json", *extra), default="text", help="output format")
+
+
+def add_cloud(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--os-cloud", default=None, help="clouds.yaml entry (default: $OS_CLOUD)")
+
+
+def add_inventory(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--inventory", default=os.environ.get("NFVCAT_INVENTORY"),
+                   help="host inventory (format of nfvcat plan) with each host's CPU sets and PF-to-NUMA map "
+                        "(default: $NFVCAT_INVENTORY, else the dev cloud's)")

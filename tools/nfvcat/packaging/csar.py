@@ -1,0 +1,154 @@
+"""An ETSI SOL004 CSAR (a VNF package for Tacker) built from a vnfd entry (``nfvcat package``).
+
+The package holds TOSCA-Metadata/TOSCA.meta, the entry's Definitions/ (plus the SOL001 type files the
+VNFD imports by name, taken from the installed tacker wheel), UserData/ for Tacker's LCM, BaseHOT/
+generated from the catalog (the entry's basehot.yaml: a top template over the catalog HOT template,
+which is nested byte for byte, with the hook files it get_file's; see nfvcat.packaging.basehot),
+Files/ChangeLog.txt, and a manifest with the SHA-256 of every other file. The zip is deterministic:
+sorted members, fixed timestamps and permissions, so the same entry always gives the same bytes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import zipfile
+from importlib import resources
+from importlib import util as importlib_util
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from nfvcat.catalog import entries
+from nfvcat.errors import UserError
+from nfvcat.packaging import basehot
+
+PACKAGE_DIRS = ("Definitions", "BaseHOT", "UserData", "Scripts", "Files")
+USER_DATA = "UserData/lcm_user_data.py"  # shipped in nfvcat/data/tacker/ for every entry
+SOL001_FILES = ("etsi_nfv_sol001_common_types.yaml", "etsi_nfv_sol001_vnfd_types.yaml")
+ZIP_TIME = (1980, 1, 1, 0, 0, 0)
+CHANGELOG_MEMBER = "Files/ChangeLog.txt"
+
+
+def sol001_source() -> Path:
+    spec = importlib_util.find_spec("tacker")
+    if spec is None or not spec.submodule_search_locations:
+        raise UserError("tacker is not installed: the SOL001 type files are taken from its wheel")
+    root = Path(next(iter(spec.submodule_search_locations)))
+    return root / "tests" / "unit" / "vnfm" / "infra_drivers" / "openstack" / "data" / "etsi_nfv"
+
+
+def read_entry(entry_dir: Path) -> dict[str, Any]:
+    """The vnfd entry's metadata (entry.yaml through the one loader); other kinds are not packaged."""
+    entry = entries.load(entry_dir)
+    if entry.kind != "vnfd":
+        raise UserError(f"{entry_dir}: only kind: vnfd entries are packaged as CSARs")
+    entry.template  # noqa: B018 (raises a one-line error when the entry names no main file)
+    return entry.meta
+
+
+def members(entry_dir: Path, entry: dict[str, Any]) -> dict[str, bytes]:
+    """Every file of the package except TOSCA.meta and the manifest, by member name."""
+    files: dict[str, bytes] = {}
+    for top in PACKAGE_DIRS:
+        root = entry_dir / top
+        for path in sorted(root.rglob("*")) if root.is_dir() else []:
+            if path.is_symlink():
+                raise UserError(f"{path}: symbolic links are not packaged")
+            if path.is_file() and "__pycache__" not in path.parts and not path.name.endswith(".pyc"):
+                files[path.relative_to(entry_dir).as_posix()] = path.read_bytes()
+    generated = basehot.basehot_files(entry_dir, entry)
+    if generated and any(name.startswith("BaseHOT/") for name in files):
+        raise UserError(f"{entry_dir}: BaseHOT/ is generated from {basehot.MAPPING_FILE}; remove BaseHOT/")
+    files.update(generated)
+    template = entry["template"]
+    if template not in files:
+        raise UserError(f"{entry_dir}: the entry's template {template} is not under Definitions/")
+    definitions = os.path.dirname(template)
+    for name in SOL001_FILES:  # imported by name, as Tacker's own packages do: Tacker must find them inside
+        member = f"{definitions}/{name}"
+        if member not in files:
+            files[member] = (sol001_source() / name).read_bytes()
+    if USER_DATA not in files:  # one LCM user data for every package, unless an entry brings its own
+        files[USER_DATA] = resources.files("nfvcat").joinpath("data", "tacker", USER_DATA).read_bytes()
+    changelog = entry_dir / "CHANGELOG.md"
+    if changelog.is_file():
+        files[CHANGELOG_MEMBER] = changelog.read_bytes()
+    return files
+
+
+def release_date(entry_dir: Path, version: str) -> str:
+    """The date of the version's CHANGELOG heading (``## 1.0.0 - 2026-11-22``), for a stable manifest."""
+    changelog = entry_dir / "CHANGELOG.md"
+    text = changelog.read_text(encoding="utf-8") if changelog.is_file() else ""
+    match = re.search(rf"^##\s*\[?{re.escape(version)}\]?\s*[-(]\s*(\d{{4}}-\d{{2}}-\d{{2}})", text, re.M)
+    return f"{match.group(1) if match else '1980-01-01'}T00:00:00+00:00"
+
+
+def vnf_properties(entry_dir: Path, template: str) -> dict[str, Any]:
+    data = yaml.safe_load((entry_dir / template).read_text(encoding="utf-8")) or {}
+    nodes = ((data.get("topology_template") or {}).get("node_templates") or {})
+    for node in nodes.values():
+        props = node.get("properties") if isinstance(node, dict) else None
+        if isinstance(props, dict) and "descriptor_id" in props:
+            return props
+    raise UserError(f"{entry_dir / template}: no VNF node template with a descriptor_id "
+                    f"(Tacker leaves such a package in CREATED)")
+
+
+def manifest(entry_dir: Path, entry: dict[str, Any], files: dict[str, bytes]) -> bytes:
+    props = vnf_properties(entry_dir, entry["template"])
+    lines = [
+        "metadata:",
+        f"vnf_provider_id: {props.get('provider', '')}",
+        f"vnf_product_name: {props.get('product_name', '')}",
+        f"vnf_release_date_time: {release_date(entry_dir, entry['version'])}",
+        f"vnf_package_version: {entry['version']}",
+        "",
+    ]
+    for name in sorted(files):
+        digest = hashlib.sha256(files[name]).hexdigest()
+        lines += [f"Source: {name}", "Algorithm: SHA-256", f"Hash: {digest}", ""]
+    return "\n".join(lines).encode()
+
+
+def tosca_meta(entry: dict[str, Any], manifest_name: str, files: dict[str, bytes]) -> bytes:
+    lines = [
+        "TOSCA-Meta-File-Version: 1.0",
+        "CSAR-Version: 1.1",
+        "Created-By: nfvcat",
+        f"Entry-Definitions: {entry['template']}",
+        f"ETSI-Entry-Manifest: {manifest_name}",
+    ]
+    if CHANGELOG_MEMBER in files:
+        lines.append(f"ETSI-Entry-Change-Log: {CHANGELOG_MEMBER}")
+    return ("\n".join(lines) + "\n").encode()
+
+
+def write_zip(path: Path, files: dict[str, bytes]) -> None:
+    tmp = path.with_name(path.name + ".part")
+    with zipfile.ZipFile(tmp, "w") as zf:
+        for name in sorted(files):
+            info = zipfile.ZipInfo(name, date_time=ZIP_TIME)
+            info.compress_type = zipfile.ZIP_DEFLATED
+            info.external_attr = 0o644 << 16
+            info.create_system = 3  # unix, so the permissions above are read back the same everywhere
+            zf.writestr(info, files[name], compresslevel=9)
+    os.replace(tmp, path)
+
+
+def build(entry_dir: Path, output: Path) -> Path:
+    """Build DIR/NAME-VERSION.zip from the vnfd entry; return its path."""
+    if not entry_dir.is_dir():
+        raise UserError(f"{entry_dir}: not a directory")
+    entry = read_entry(entry_dir)
+    files = members(entry_dir, entry)
+    manifest_name = f"{entry['name']}.mf"
+    files[manifest_name] = manifest(entry_dir, entry, files)
+    files["TOSCA-Metadata/TOSCA.meta"] = tosca_meta(entry, manifest_name, files)
+    output.mkdir(parents=True, exist_ok=True)
+    path = output / f"{entry['name']}-{entry['version']}.zip"
+    write_zip(path, files)
+    return path

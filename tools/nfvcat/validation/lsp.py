@@ -1,0 +1,124 @@
+"""``nfvcat lsp``: a Language Server (pygls) that shows nfvcat's findings as diagnostics.
+
+On open and on save, the file is validated as ``nfvcat validate FILE`` would (through the engine server,
+started when none runs, or in-process when it cannot be used) and every finding becomes a diagnostic at
+its line and column, with the rule id as its code and the rule's section of docs/rules.md as its link.
+Findings in other files (a nested template Heat rejects) are published to those files. Unsaved changes
+are not validated: the engines read the files from disk (nested templates, get_file, environments).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+from pygls.lsp.server import LanguageServer
+from pygls.uris import from_fs_path, to_fs_path
+
+from nfvcat import __version__
+from nfvcat.findings import Finding
+
+SEVERITY = {"error": types.DiagnosticSeverity.Error, "warning": types.DiagnosticSeverity.Warning,
+            "informational": types.DiagnosticSeverity.Information}
+RULES_DOC = Path(__file__).resolve().parents[3] / "docs" / "rules.md"
+
+
+def rule_link(rule_id: str) -> str | None:
+    """The rule's section of docs/rules.md in this checkout; else the document the rule enforces."""
+    if RULES_DOC.is_file():
+        return f"{from_fs_path(str(RULES_DOC))}#{rule_id.lower()}"
+    from nfvcat.rules import all_rules
+
+    return next((r.source_url for r in all_rules() if r.id == rule_id and r.source_url), None)
+
+
+def diagnostic(finding: Finding, lines: list[str]) -> types.Diagnostic:
+    """LSP positions are 0-based; the range runs to the end of the offending line."""
+    line = max(finding.line - 1, 0)
+    start = max(finding.column - 1, 0)
+    end = len(lines[line]) if line < len(lines) else start + 1
+    link = rule_link(finding.rule_id)
+    return types.Diagnostic(
+        range=types.Range(start=types.Position(line=line, character=start),
+                          end=types.Position(line=line, character=max(end, start + 1))),
+        message=finding.message, severity=SEVERITY[finding.severity], code=finding.rule_id,
+        code_description=types.CodeDescription(href=link) if link else None,
+        source=f"nfvcat ({finding.engine})")
+
+
+def validate_file(path: str) -> list[Finding]:
+    """The findings ``nfvcat validate PATH`` prints, through the engine server when it can be used."""
+    from nfvcat.validation import client
+    from nfvcat.validation.model import Options
+    from nfvcat.validation.pipeline import validate_paths
+
+    options = Options()
+    report = None if client.disabled() else client.validate([path], options)
+    if report is None:
+        report = validate_paths([path], options)
+    return list(report.findings)
+
+
+class NfvcatLanguageServer(LanguageServer):
+    def __init__(self) -> None:
+        super().__init__("nfvcat", __version__)
+        self.published: dict[str, set[str]] = {}  # validated file's URI -> URIs it has diagnostics on
+        self.lock = threading.Lock()  # one validation at a time: results are published in order
+
+    def check(self, uri: str) -> None:
+        path = to_fs_path(uri)
+        if path is None or not os.path.isfile(path):
+            return
+        with self.lock:
+            try:
+                findings = validate_file(path)
+            except Exception as exc:  # a bad site profile, say: shown, never a crash of the server
+                self.window_show_message(types.ShowMessageParams(
+                    type=types.MessageType.Error, message=f"nfvcat: {exc}"))
+                return
+            by_uri: dict[str, list[types.Diagnostic]] = {uri: []}
+            texts: dict[str, list[str]] = {}
+            for f in findings:
+                target = os.path.abspath(f.file.split("!/", 1)[0])
+                key = uri if os.path.abspath(path) == target else from_fs_path(target) or uri
+                if key not in texts:
+                    texts[key] = _lines(self, key)
+                by_uri.setdefault(key, []).append(diagnostic(f, texts[key]))
+            for stale in self.published.get(uri, set()) - set(by_uri):
+                self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=stale, diagnostics=[]))
+            self.published[uri] = set(by_uri)
+            for key, diagnostics in by_uri.items():
+                self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=key, diagnostics=diagnostics))
+
+
+def _lines(ls: LanguageServer, uri: str) -> list[str]:
+    try:
+        return ls.workspace.get_text_document(uri).source.splitlines()
+    except Exception:
+        return []
+
+
+def build() -> NfvcatLanguageServer:
+    server = NfvcatLanguageServer()
+
+    @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+    def did_open(ls: NfvcatLanguageServer, params: types.DidOpenTextDocumentParams) -> None:
+        ls.thread_pool.submit(ls.check, params.text_document.uri)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_SAVE, types.SaveOptions(include_text=False))
+    def did_save(ls: NfvcatLanguageServer, params: types.DidSaveTextDocumentParams) -> None:
+        ls.thread_pool.submit(ls.check, params.text_document.uri)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+    def did_close(ls: NfvcatLanguageServer, params: types.DidCloseTextDocumentParams) -> None:
+        for uri in ls.published.pop(params.text_document.uri, set()):
+            ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+
+    return server
+
+
+def serve_stdio(**_: Any) -> None:
+    build().start_io()

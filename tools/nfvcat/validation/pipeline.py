@@ -1,0 +1,261 @@
+"""Validation as a pipeline: read the documents -> each engine plans its jobs for each document
+(``engines.<name>.jobs``) while the in-process rules run -> an executor runs the jobs not cached -> the
+findings are located (key path to file:line:col) -> a Report, which ``report`` renders.
+
+Engines run as worker processes in parallel (Heat and Nova cannot share one), only those the documents
+need, and only for jobs whose result is not cached; the executor is either one-shot workers or the engine
+server's persistent ones (``executor``).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from nfvcat import cache, catalog, documents
+from nfvcat.catalog import flavors as catalog_flavors
+from nfvcat.catalog import site as site_profile
+from nfvcat.documents import Document
+from nfvcat.engines.jobs import EngineJob, JobContext, plan
+from nfvcat.errors import UserError
+from nfvcat.findings import Finding, RawFinding
+from nfvcat.rules import all_rules
+from nfvcat.rules.base import Context, Rule
+from nfvcat.validation.executor import EngineUnavailable, Executor, OneShotExecutor
+from nfvcat.validation.model import Options, Report
+
+
+def _env_parameters(env: Document) -> dict[str, Any]:
+    params = env.data.get("parameters") if env.kind == "environment" else None
+    return dict(params) if isinstance(params, dict) else {}
+
+
+class Validation:
+    def __init__(self, paths: list[str], options: Options, executor: Executor | None = None,
+                 reader: Callable[[str], Document] = documents.read):
+        self.options = options
+        self.executor = executor or OneShotExecutor()
+        self.reader = reader
+        self.root = options.catalog_root or catalog.find_root()
+        self.catalog_mode = not paths
+        self.docs: dict[str, Document] = {}
+        self.raw: list[tuple[Document, RawFinding]] = []
+        self.jobs: list[EngineJob] = []
+        self.timings: dict[str, float] = {}
+        self.rules = all_rules()
+        self.blocking = {r.id for r in self.rules if r.blocks_engines}
+        self.nesting_rules = [r for r in self.rules if r.follows_nesting]
+        self.explicit: set[str] = set()
+        self.spawned: dict[str, float] = {}
+        self.paths = self._expand(paths)
+
+    def _expand(self, paths: list[str]) -> list[str]:
+        if not paths:
+            if self.root is None:
+                raise UserError("no catalog here (no templates/ and flavors/ above the current directory); "
+                                "give the files to validate")
+            return [str(p) for p in catalog.catalog_files(self.root)]
+        out: list[str] = []
+        for p in paths:
+            if os.path.isdir(p):
+                found = catalog.walk(Path(p))
+                out.extend(str(f) for f in found)
+                if not found:
+                    out.append(p)
+                    self.explicit.add(os.path.abspath(p))
+            else:
+                out.append(p)
+                self.explicit.add(os.path.abspath(p))
+        return out
+
+    def doc(self, path: str) -> Document:
+        key = os.path.abspath(path)
+        if key not in self.docs:
+            self.docs[key] = self.reader(path)
+        return self.docs[key]
+
+    def run(self) -> Report:
+        t0 = time.monotonic()
+        targets = [self.doc(p) for p in dict.fromkeys(self.paths)]
+        envs = [self.doc(p) for p in self.options.environments]
+        params: dict[str, Any] = {}
+        for env in envs:
+            params.update(_env_parameters(env))
+        params.update(self.options.parameters)
+        ctx = Context(site=site_profile.of_catalog(self.root, self.options.site), parameters=params,
+                      flavors=catalog_flavors.by_name(self.root, self._data), networks=self._catalog_networks())
+        self.timings["read"] = time.monotonic() - t0
+
+        # Jobs first, so the workers import Heat, Nova and tosca-parser while the rules run here.
+        t1 = time.monotonic()
+        checked = [doc for doc in dict.fromkeys(targets + envs) if self._prepare(doc, ctx)]
+        pending, hits = self._lookup()
+        for name in pending:
+            self.spawned[name] = time.monotonic()
+        try:
+            self.executor.start(list(pending))
+            blocked = {doc for doc in checked if self._rules(doc, ctx)}
+            self.timings["rules"] = time.monotonic() - t1
+            self.jobs = [job for job in self.jobs if job.doc not in blocked]
+            threads = [threading.Thread(target=self._engine, daemon=True, args=(
+                name, [(k, j) for k, j in batch if j.doc not in blocked])) for name, batch in pending.items()]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+        finally:
+            self.executor.close()
+        findings = sorted(set(self._locate()))
+        self.timings["total"] = time.monotonic() - t0
+        jobs: dict[str, int] = {}
+        for job in self.jobs:
+            jobs[job.engine] = jobs.get(job.engine, 0) + 1
+        failed = any(f.rule_id == "E0009" for f in findings)
+        return Report(findings, len(targets), self.timings, jobs, hits, failed)
+
+    # -- in-process rules, then engine jobs -------------------------------------------------------
+    def _prepare(self, doc: Document, ctx: Context) -> bool:
+        """Record what reading found and plan the document's engine jobs; False when nothing more runs."""
+        for problem in doc.problems:
+            self.raw.append((doc, problem))
+        if any(p.rule_id.startswith("E") for p in doc.problems) and doc.kind != "csar":
+            return False
+        if doc.kind == "unknown":
+            if doc.abspath in self.explicit:
+                self.raw.append((doc, RawFinding(
+                    "E0007", (), "not a HOT template, Heat environment, TOSCA template, SOL001 VNFD, CSAR, "
+                    "cloud-config, or catalog entry/flavor/site profile/inventory")))
+            return False
+        self.jobs.extend(plan(doc, JobContext(ctx, self.options.environments, self.options.parameters,
+                                              self._examples(doc))))
+        return True
+
+    def _rules(self, doc: Document, ctx: Context) -> bool:
+        """Run the in-process rules; True when one of them keeps the document from the engines."""
+        blocked = False
+        contexts = [replace(ctx, parameters={**_env_parameters(self.doc(ex)), **self.options.parameters})
+                    for ex in self._examples(doc)] or [ctx]
+        for rule in self.rules:
+            if doc.kind in rule.kinds:
+                for each in contexts:  # an entry's template is checked with each of its examples
+                    for raw in self._safe(rule, doc, each):
+                        self.raw.append((doc, raw))
+                        blocked = blocked or raw.rule_id in self.blocking
+        if doc.kind == "hot":
+            for each in contexts:
+                self._check_nested(doc, each, via=[])
+        return blocked
+
+    def _check_nested(self, parent: Document, ctx: Context, via: list[str]) -> None:
+        """Run the rules that depend on parameters over each nested template, with what the parent
+        passes it: a chain's networks and flavor reach the VNF template's ports and server."""
+        if len(via) >= 5:
+            return
+        from nfvcat import hot
+
+        for name, path, properties in hot.nested_templates(parent.data, os.path.dirname(parent.abspath)):
+            child = self.doc(path)
+            if child.kind != "hot" or child.problems:
+                continue  # Heat's bundling (E1002) reports a nested template that cannot be read
+            here = [*via, f"{parent.path} resource '{name}'"]
+            child_ctx = replace(ctx, parameters=hot.child_parameters(parent.data, properties, ctx.parameters),
+                                outer=(parent.data, *ctx.outer))
+            for rule in self.nesting_rules:
+                for raw in self._safe(rule, child, child_ctx):
+                    self.raw.append((child, replace(raw, message=f"{raw.message} (as used by {' via '.join(here)})")))
+            self._check_nested(child, child_ctx, here)
+
+    def _data(self, path: Path) -> Any:
+        """A catalog file's data as this run reads it; None when it does not read (reported elsewhere)."""
+        doc = self.doc(str(path))
+        return doc.data if not doc.problems else None
+
+    def _catalog_networks(self) -> dict[str, dict[str, Any]]:
+        return catalog.provider_networks(self.root, self._data)
+
+    def _examples(self, doc: Document) -> list[str]:
+        """The example environments of the entry whose main template ``doc`` is (none with -e)."""
+        if doc.kind != "hot" or self.options.environments:
+            return []
+        entry_dir = catalog.entry_of(Path(doc.abspath))
+        if entry_dir is None:
+            return []
+        entry = self.doc(str(entry_dir / "entry.yaml")).data
+        if catalog.main_template(entry_dir, entry) != Path(doc.abspath):
+            return []
+        return [str(p) for p in catalog.examples_of(entry_dir)]
+
+    def _safe(self, rule: Rule, doc: Document, ctx: Context) -> list[RawFinding]:
+        try:
+            return list(rule.check(doc, ctx))
+        except Exception as exc:  # a rule bug must not hide the others' findings
+            return [RawFinding("E0009", (), f"rule {rule.id} failed: {type(exc).__name__}: {exc}")]
+
+    # -- engines --------------------------------------------------------------------------------
+    def _lookup(self) -> tuple[dict[str, list[tuple[str, EngineJob]]], int]:
+        """Cached results into their jobs; the rest by engine, with their cache keys."""
+        hits = 0
+        pending: dict[str, list[tuple[str, EngineJob]]] = {}
+        for job in self.jobs:
+            key = cache.job_key(job.engine, job.payload)
+            cached = cache.get(key) if self.options.use_cache else None
+            if cached is not None:
+                job.result = cached
+                hits += 1
+            else:
+                pending.setdefault(job.engine, []).append((key, job))
+        return pending, hits
+
+    def _engine(self, name: str, batch: list[tuple[str, EngineJob]]) -> None:
+        t0 = self.spawned.get(name, time.monotonic())
+        try:
+            results = self.executor.run_jobs(name, [job.payload for _, job in batch])
+        except EngineUnavailable as exc:
+            message = f"{name} engine did not run: {exc}"
+            results = [{"findings": [{"id": "E0009", "path": [], "message": message, "engine": name}]}
+                       for _ in batch]
+        else:
+            for (key, _), result in zip(batch, results, strict=True):
+                if not any(f.get("id") == "E0009" for f in result.get("findings", [])):
+                    cache.put(key, result)
+        for (_, job), result in zip(batch, results, strict=True):
+            job.result = result
+        if batch:
+            self.timings[f"engine {name}"] = time.monotonic() - t0
+
+    # -- mapping paths to lines -----------------------------------------------------------------
+    def _locate(self) -> list[Finding]:
+        out = [self._finding(doc, raw) for doc, raw in self.raw]
+        for job in self.jobs:
+            for data in (job.result or {}).get("findings", []):
+                raw = RawFinding.from_json(data)
+                if raw.file is None:
+                    raw = RawFinding(raw.rule_id, job.prefix + raw.path, raw.message, raw.engine, None,
+                                     raw.line, raw.column)
+                out.append(self._finding(job.doc, raw))
+        return out
+
+    def _finding(self, doc: Document, raw: RawFinding) -> Finding:
+        target = doc
+        if raw.file and os.path.abspath(raw.file) != doc.abspath and os.path.isfile(raw.file):
+            target = self.doc(raw.file)
+        if raw.line is not None:
+            line, col = raw.line, raw.column or 1
+        else:
+            line, col = target.locate(raw.path)
+        shown = target.path if (target is not doc or not raw.file) else doc.path
+        if raw.file and not os.path.isfile(raw.file):
+            shown = raw.file  # a member of an archive, say
+        return Finding(shown, line, col, raw.rule_id, raw.message, raw.engine)
+
+
+def validate_paths(paths: list[str], options: Options | None = None, executor: Executor | None = None,
+                   reader: Callable[[str], Document] = documents.read) -> Report:
+    """Validate files (the whole catalog when none), engines in one-shot workers unless an executor is given;
+    ``reader`` reads a document (the engine server's keeps parsed documents between calls)."""
+    return Validation(list(paths), options or Options(), executor, reader).run()

@@ -1,0 +1,303 @@
+"""The engine server (as dmypy and eslint_d): one per user, in the background, keeping the engine workers
+imported and warm so that a changed template is validated in a fraction of a second.
+
+It listens on a Unix socket in a private (0700) directory under the cache directory, never on a network
+port, and answers only processes of its own user (SO_PEERCRED). A request is one JSON line, the answer one
+JSON line. The client sends a fingerprint of nfvcat's code, the installed packages (engine versions), the
+NFVCAT_* settings and the site profile: when it differs from the server's, the server exits and the client
+starts a new one. The server exits after an idle time (``NFVCAT_SERVER_IDLE``, default 15 min), on
+``nfvcat server stop``, SIGTERM or SIGINT, removing its socket and pid file; a server killed outright
+leaves them behind, and the next one (which holds the directory's lock) replaces them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import selectors
+import signal
+import socket
+import struct
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+IDLE_DEFAULT = 900.0
+_IGNORED_SETTINGS = {"NFVCAT_NO_SERVER", "NFVCAT_SERVER_IDLE", "NFVCAT_DEBUG"}
+
+
+# -- where -------------------------------------------------------------------------------------------
+def server_dir() -> Path:
+    from nfvcat.cache import cache_dir
+
+    return cache_dir() / "server"
+
+
+def socket_path() -> Path:
+    return server_dir() / "server.sock"
+
+
+def pid_path() -> Path:
+    return server_dir() / "server.pid"
+
+
+def private_dir() -> Path:
+    """The server's directory, created 0700; refused if another user owns it or others may enter it."""
+    d = server_dir()
+    d.mkdir(mode=0o700, parents=True, exist_ok=True)
+    st = d.lstat()
+    if not d.is_dir() or d.is_symlink() or st.st_uid != os.getuid():
+        raise PermissionError(f"{d} is not a directory of user {os.getuid()}")
+    if st.st_mode & 0o077:
+        os.chmod(d, 0o700)
+    return d
+
+
+def idle_timeout() -> float:
+    try:
+        return float(os.environ.get("NFVCAT_SERVER_IDLE", IDLE_DEFAULT))
+    except ValueError:
+        return IDLE_DEFAULT
+
+
+# -- fingerprint -------------------------------------------------------------------------------------
+def fingerprint(site: str | None) -> str:
+    """What the server's answers depend on besides the documents: nfvcat's files, the installed packages
+    (their dist-info names carry the versions of Heat, Nova, tosca-parser, tacker...), the cloud-init
+    schema, the NFVCAT_* settings, the Python, and the site profile's content. Cheap: stat, not read."""
+    import nfvcat
+
+    h = hashlib.sha256()
+    package = Path(nfvcat.__file__).parent
+    for directory, dirs, files in os.walk(package):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        for name in sorted(files):
+            if not name.endswith((".pyc", ".pyo")):
+                with contextlib.suppress(OSError):
+                    st = os.stat(os.path.join(directory, name))
+                    h.update(f"{directory}/{name}:{st.st_size}:{st.st_mtime_ns}\n".encode())
+    for entry in sys.path:
+        if entry and os.path.isdir(entry) and "site-packages" in entry:
+            with contextlib.suppress(OSError):
+                h.update("\n".join(sorted(n for n in os.listdir(entry) if n.endswith(".dist-info"))).encode())
+    from nfvcat.engines import cloudinit
+
+    h.update(f"cloud-init:{cloudinit.version()}\n{sys.executable}\n".encode())
+    for key in sorted(k for k in os.environ if k.startswith("NFVCAT_") and k not in _IGNORED_SETTINGS):
+        h.update(f"{key}={os.environ[key]}\n".encode())
+    if site:
+        with contextlib.suppress(OSError):
+            h.update(hashlib.sha256(Path(site).read_bytes()).digest())
+    return h.hexdigest()[:32]
+
+
+def site_for(site: str | None, catalog_root: Path | None = None) -> str | None:
+    """The site profile a validation reads: --site, else the catalog's."""
+    from nfvcat import catalog
+
+    if site:
+        return os.path.abspath(site)
+    root = catalog_root or catalog.find_root()
+    return str(root / catalog.SITE_PROFILE) if root else None
+
+
+# -- wire ------------------------------------------------------------------------------------------
+def send(sock: socket.socket, message: dict[str, Any]) -> None:
+    sock.sendall((json.dumps(message) + "\n").encode())
+
+
+def receive(sock: socket.socket, timeout: float) -> dict[str, Any] | None:
+    """One JSON line, or None when the peer closed or did not answer in time."""
+    deadline = time.monotonic() + timeout
+    buf = b""
+    while not buf.endswith(b"\n"):
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return None
+        sock.settimeout(left)
+        try:
+            chunk = sock.recv(1 << 20)
+        except (TimeoutError, OSError):
+            return None
+        if not chunk:
+            return None
+        buf += chunk
+    try:
+        data = json.loads(buf)
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def peer_uid(conn: socket.socket) -> int:
+    creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    _pid, uid, _gid = struct.unpack("3i", creds)
+    return int(uid)
+
+
+# -- the server --------------------------------------------------------------------------------------
+class Server:
+    def __init__(self, site: str | None, idle: float):
+        from nfvcat.engines.jobs import ENGINES
+        from nfvcat.validation.doccache import DocumentCache
+        from nfvcat.validation.executor import WorkerPool
+
+        self.dir = private_dir()
+        self.site = site
+        self.idle = idle
+        self.fingerprint = fingerprint(site)
+        self.pool = WorkerPool(self.dir, ENGINES)
+        self.documents = DocumentCache()
+        self.validating = threading.Lock()  # one validation at a time: it changes the working directory
+        self.stopping = threading.Event()
+        self.active = 0
+        self.requests = 0
+        self.last = time.monotonic()
+        self.started = time.time()
+        self.warmed = False
+        self.counter = threading.Lock()
+
+    def status(self) -> dict[str, Any]:
+        return {"pid": os.getpid(), "fingerprint": self.fingerprint, "started": self.started,
+                "idle_timeout": self.idle, "idle_for": round(time.monotonic() - self.last, 1),
+                "requests": self.requests, "socket": str(socket_path()), "site": self.site,
+                "workers": {name: {"pid": w.pid(), "restarts": w.restarts, "busy": w.busy}
+                            for name, w in self.pool.workers.items()},
+                "rss_kib": _rss_kib([os.getpid(), *(w.pid() for w in self.pool.workers.values())])}
+
+    def handle(self, conn: socket.socket) -> None:
+        with conn:
+            try:
+                if peer_uid(conn) != os.getuid():
+                    send(conn, {"refused": "the nfvcat engine server answers only its own user"})
+                    return
+                request = receive(conn, 10)
+                if request is None:
+                    return
+                send(conn, self.answer(request))
+            except OSError:
+                return  # the client went away
+            finally:
+                with self.counter:
+                    self.active -= 1
+                    self.last = time.monotonic()
+
+    def answer(self, request: dict[str, Any]) -> dict[str, Any]:
+        op = request.get("op")
+        if op == "status":
+            return {"status": self.status()}
+        if op == "stop":
+            self.stopping.set()
+            return {"stopped": os.getpid()}
+        if op != "validate":
+            return {"error": f"unknown request {op!r}"}
+        if request.get("fingerprint") != self.fingerprint:
+            self.stopping.set()  # nfvcat, an engine or the site profile changed: a new server is needed
+            return {"restart": "nfvcat's code, an engine, the settings or the site profile changed"}
+        with self.validating:
+            self.requests += 1
+            try:
+                return {"report": self._validate(request)}
+            except Exception as exc:
+                from nfvcat.errors import UserError
+
+                if isinstance(exc, UserError):
+                    return {"user_error": str(exc), "exit_code": exc.exit_code}
+                return {"error": f"{type(exc).__name__}: {exc}"}
+            finally:
+                if not self.warmed:  # the first request started what it needed; load the other engines now
+                    self.warmed = True
+                    threading.Thread(target=self.pool.start, args=(list(self.pool.workers),), daemon=True).start()
+
+    def _validate(self, request: dict[str, Any]) -> dict[str, Any]:
+        from nfvcat.validation.model import Options
+        from nfvcat.validation.pipeline import validate_paths
+
+        opts = request.get("options") or {}
+        options = Options(environments=list(opts.get("environments") or []),
+                          parameters=dict(opts.get("parameters") or {}), site=opts.get("site"),
+                          use_cache=bool(opts.get("use_cache", True)))
+        os.chdir(request["cwd"])
+        return validate_paths(list(request.get("paths") or []), options, self.pool, self.documents.read).to_json()
+
+    def serve(self) -> int:
+        lock = open(self.dir / "server.lock", "w")  # noqa: SIM115 (held for the server's life)
+        deadline = time.monotonic() + 15  # a server being replaced may still be stopping its workers
+        while True:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    lock.close()
+                    return 0  # another server holds this directory and answers
+                time.sleep(0.05)
+        path = socket_path()
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()  # left by a server that was killed
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        old_umask = os.umask(0o177)
+        try:
+            listener.bind(str(path))
+        finally:
+            os.umask(old_umask)
+        listener.listen(16)
+        pid_path().write_text(f"{os.getpid()}\n{self.fingerprint}\n")
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(sig, lambda *_: self.stopping.set())
+        try:
+            with selectors.DefaultSelector() as sel:
+                sel.register(listener, selectors.EVENT_READ)
+                while not self.stopping.is_set():
+                    if sel.select(0.2):
+                        conn, _ = listener.accept()
+                        with self.counter:
+                            self.active += 1
+                            self.last = time.monotonic()
+                        threading.Thread(target=self.handle, args=(conn,), daemon=True).start()
+                    with self.counter:
+                        if not self.active and time.monotonic() - self.last > self.idle:
+                            break
+        finally:
+            listener.close()
+            for leftover in (path, pid_path()):  # ours: no other server runs while we hold the lock
+                with contextlib.suppress(OSError):
+                    leftover.unlink()
+            deadline = time.monotonic() + 10
+            while self.active and time.monotonic() < deadline:  # let an answer being written finish
+                time.sleep(0.05)
+            self.pool.stop()
+            lock.close()
+        return 0
+
+
+def _rss_kib(pids: list[int | None]) -> int:
+    total = 0
+    for pid in pids:
+        if pid is None:
+            continue
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1])
+    return total
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m nfvcat.validation.server")
+    parser.add_argument("--site")
+    parser.add_argument("--idle", type=float, default=None)
+    args = parser.parse_args(argv)
+    os.chdir("/")
+    return Server(args.site, args.idle if args.idle is not None else idle_timeout()).serve()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
