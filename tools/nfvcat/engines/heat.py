@@ -117,28 +117,7 @@ def _values_of_invented(res: Any) -> set[str]:
     data = getattr(res.properties, "data", {}) or {}
     if not invented or not isinstance(data, dict):
         return set()
-    return {name for name, value in data.items() if _reads_params(value) & set(invented)}
-
-
-def _reads_params(value: Any) -> set[str]:
-    """Parameters a parsed snippet reads (get_param, Ref), through nested functions."""
-    from heat.engine import function
-
-    found: set[str] = set()
-    if isinstance(value, function.Function):
-        if getattr(value, "fn_name", "") in ("get_param", "Ref"):
-            args = value.args
-            name = args[0] if isinstance(args, list) and args else args
-            if isinstance(name, str):
-                found.add(name)
-        found |= _reads_params(value.args)
-    elif isinstance(value, dict):
-        for item in value.values():
-            found |= _reads_params(item)
-    elif isinstance(value, list):
-        for item in value:
-            found |= _reads_params(item)
-    return found
+    return {name for name, value in data.items() if heat_values.get_params(value) & set(invented)}
 
 
 def _validate_nested_strictly(self: Any) -> None:

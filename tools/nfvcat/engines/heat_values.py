@@ -312,21 +312,28 @@ def _in(items: Any) -> str:
 
 
 def get_params(node: Any) -> set[str]:
-    """Parameters a template fragment reads with get_param."""
+    """Parameters a template fragment reads (get_param, Ref), raw or parsed into Heat's functions."""
+    from heat.engine import function
+
     found: set[str] = set()
+    if isinstance(node, function.Function):
+        if getattr(node, "fn_name", "") in ("get_param", "Ref"):
+            found |= _param_name(node.args)
+        return found | get_params(node.args)
     if isinstance(node, dict):
-        if len(node) == 1 and "get_param" in node:
-            ref = node["get_param"]
-            if isinstance(ref, str):
-                found.add(ref)
-            elif isinstance(ref, list) and ref and isinstance(ref[0], str):
-                found.add(ref[0])
+        if len(node) == 1 and ("get_param" in node or "Ref" in node):
+            found |= _param_name(next(iter(node.values())))
         for value in node.values():
             found |= get_params(value)
     elif isinstance(node, list):
         for value in node:
             found |= get_params(value)
     return found
+
+
+def _param_name(ref: Any) -> set[str]:
+    name = ref[0] if isinstance(ref, list) and ref else ref
+    return {name} if isinstance(name, str) else set()
 
 
 _PARAMETER_NAMED = re.compile(r"[Pp]arameter '([^']+)'")
