@@ -51,18 +51,7 @@ def sides(chain: c.Chain, listeners: dict[str, t.Listener]) -> dict[str, Side]:
 
 def rendered_rules(chain: c.Chain) -> list[tuple[str, str]]:
     """(chain, rule) in order, from the ACL file the rendered day-0 produced in the vRouter."""
-    text = (chain.vnfs["vr"].root / "etc/vrouter/acl.nft").read_text()
-    rules, current = [], None
-    for raw in text.splitlines():
-        line = raw.strip()
-        m = re.match(r"chain (\S+) \{", line)
-        if m:
-            current = m.group(1)
-        elif line == "}":
-            current = None
-        elif current and line and not line.startswith(("type ", "#")):
-            rules.append((current, line))
-    return rules
+    return c.rendered_acl_rules(chain.vnfs["vr"].root / "etc/vrouter/acl.nft")
 
 
 def rule_ids(chain_rules: list[tuple[str, str]]) -> list[str]:

@@ -105,15 +105,17 @@ def _run_services(chain: Chain, who: str) -> None:
 
 
 def build(lab: Lab, workdir: Path, kernel_esp: bool | None = None, charon_extra: str = "",
-          responder_delay: float | None = None, tunnel_timeout: float | None = 30) -> Chain:
+          responder_delay: float | None = None, tunnel_timeout: float | None = 30,
+          vnf_parameters: dict[str, str] | None = None) -> Chain:
     """Namespaces, links, rendered day-0 applied, charon per gateway; returns when the tunnel is up.
     With ``responder_delay`` the initiator gateway is set up first and the responder that many seconds later
-    (a peer that boots late); with ``tunnel_timeout=None`` it returns without waiting for the tunnel."""
+    (a peer that boots late); with ``tunnel_timeout=None`` it returns without waiting for the tunnel.
+    ``vnf_parameters`` are added to the vRouter's day-0 parameters (e.g. empty ACL lists)."""
     if kernel_esp is None:
         kernel_esp = kernel_esp_available()
     chain = Chain(lab, workdir, kernel_esp)
     t0 = time.monotonic()
-    chain.day0["vr"] = render("vnf-vrouter", parameters=vrouter_parameters())
+    chain.day0["vr"] = render("vnf-vrouter", parameters={**vrouter_parameters(), **(vnf_parameters or {})})
     chain.day0["ga"] = render("vnf-ipsec-gw", parameters=gateway_parameters("a", udp_encap=not kernel_esp))
     chain.day0["gb"] = render("vnf-ipsec-gw", parameters=gateway_parameters("b", udp_encap=not kernel_esp))
     chain.timings["render"] = time.monotonic() - t0
@@ -181,3 +183,116 @@ def wait_tunnel(chain: Chain, timeout: float) -> None:
         time.sleep(0.1)
     log = (chain.vnfs["ga"].root / ".charon.log").read_text(errors="replace")[-2000:]
     raise RuntimeError(f"IPsec tunnel not up after {timeout} s; gateway A's charon log:\n{log}")
+
+
+# --- a line of routers: the 1-VNF and 2-VNF vRouter chains (and the plain kernel forwarder they compare to) ---
+#
+#     source -- vRouter 1 -- ... -- vRouter N -- sink        segment k (1..N+1) is 10.30.k.0/24
+#
+LINE_NET = "10.30"
+
+
+def line_address(segment: int, host: int) -> str:
+    return f"{LINE_NET}.{segment}.{host}"
+
+
+def line_vrouter_parameters(index: int, length: int, extra: dict[str, str] | None = None) -> dict[str, str]:
+    """Day-0 parameters of vRouter ``index`` (1-based) of ``length``: its addresses and static routes."""
+    routes = []
+    if index < length:
+        routes.append(f"{line_address(length + 1, 0)}/24 {line_address(index + 1, 2)}")
+    if index > 1:
+        routes.append(f"{line_address(1, 0)}/24 {line_address(index, 1)}")
+    params = {"name": f"vrouter-{index}", "mgmt_port.fixed_ips.0.ip_address": f"192.168.150.{10 + index}",
+              "left_fixed_ip": line_address(index, 2), "right_fixed_ip": line_address(index + 1, 1),
+              "static_routes": ",".join(routes)}
+    params.update(extra or {})
+    return params
+
+
+@dataclass
+class Line:
+    """``source`` and ``sink`` namespaces with ``length`` routers between them (VNF names ``vr1``..)."""
+
+    chain: Chain
+    length: int
+    plain: bool  # kernel forwarding only, no VNF day-0
+
+    @property
+    def source_ip(self) -> str:
+        return line_address(1, 1)
+
+    @property
+    def sink_ip(self) -> str:
+        return line_address(self.length + 1, 2)
+
+    @property
+    def first_hop_mac(self) -> str:
+        """The MAC address frames from the source are sent to (the first router's left port)."""
+        out = self.chain.sh("r1", "cat /sys/class/net/left/address").stdout.strip()
+        return str(out)
+
+    @property
+    def routers(self) -> list[str]:
+        return [f"r{i}" for i in range(1, self.length + 1)]
+
+
+def build_line(lab: Lab, workdir: Path, length: int, vnf_parameters: dict[str, str] | None = None,
+               plain: bool = False, vnf: str = "vnf-vrouter", rendered: dict[str, Day0] | None = None) -> Line:
+    """``length`` vRouters in series, each from its own rendered day-0 data (``vnf_parameters`` added to
+    every one's, e.g. empty ACL lists; or ``rendered`` already, by ``r1``..); with ``plain`` namespaces that
+    only forward (the baseline)."""
+    if length < 1:
+        raise ValueError("a line needs at least one router")
+    chain = Chain(lab, workdir, kernel_esp=False)
+    t0 = time.monotonic()
+    if not plain:
+        for i in range(1, length + 1):
+            chain.day0[f"r{i}"] = (rendered or {}).get(f"r{i}") or render(
+                vnf, parameters=line_vrouter_parameters(i, length, vnf_parameters))
+    chain.timings["render"] = time.monotonic() - t0
+    for who in ("src", *[f"r{i}" for i in range(1, length + 1)], "dst"):
+        chain.ns[who] = lab.ns(who)
+    names = ["src", *[f"r{i}" for i in range(1, length + 1)], "dst"]
+    for k in range(len(names) - 1):
+        left, right = names[k], names[k + 1]
+        mac1 = _port(chain.day0[left], "right_port").mac if left in chain.day0 else None
+        mac2 = _port(chain.day0[right], "left_port").mac if right in chain.day0 else None
+        lab.link(chain.ns[left], "eth0" if left == "src" else "right", chain.ns[right],
+                 "eth0" if right == "dst" else "left", mac1, mac2)
+    line = Line(chain, length, plain)
+    chain.sh("src", f"ip addr add {line.source_ip}/24 dev eth0 && ip route add default via {line_address(1, 2)}")
+    chain.sh("dst", f"ip addr add {line.sink_ip}/24 dev eth0 && "
+                    f"ip route add default via {line_address(length + 1, 1)}")
+    t1 = time.monotonic()
+    for i in range(1, length + 1):
+        who = f"r{i}"
+        if plain:
+            params = line_vrouter_parameters(i, length)
+            routes = " && ".join(f"ip route add {r.split()[0]} via {r.split()[1]}"
+                                 for r in params["static_routes"].split(",") if r)
+            chain.sh(who, f"sysctl -q -w net.ipv4.ip_forward=1 && "
+                          f"ip addr add {params['left_fixed_ip']}/24 dev left && "
+                          f"ip addr add {params['right_fixed_ip']}/24 dev right" + (f" && {routes}" if routes else ""))
+        else:
+            chain.vnfs[who] = Vnf(chain.ns[who], workdir / who)
+            _install(chain, who)
+            _run_services(chain, who)
+            chain.ifname.update({(who, "left"): "left", (who, "right"): "right"})
+    chain.timings["vrouter setup"] = time.monotonic() - t1
+    return line
+
+
+def rendered_acl_rules(path: Path) -> list[tuple[str, str]]:
+    """(nftables chain, rule) in order, from an ACL file the vRouter's day-0 produced."""
+    rules: list[tuple[str, str]] = []
+    current = None
+    for raw in path.read_text().splitlines():
+        line = raw.strip()
+        if line.startswith("chain ") and line.endswith("{"):
+            current = line.split()[1]
+        elif line == "}":
+            current = None
+        elif current and line and not line.startswith(("type ", "#")):
+            rules.append((current, line))
+    return rules

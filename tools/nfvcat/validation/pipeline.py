@@ -26,6 +26,8 @@ from nfvcat.errors import UserError
 from nfvcat.findings import Finding, RawFinding
 from nfvcat.rules import all_rules
 from nfvcat.rules.base import Context, Rule
+from nfvcat.rules.parsing.e0007_unknown_kind import UnknownKind
+from nfvcat.rules.parsing.e0009_engine_failure import EngineFailure
 from nfvcat.validation.executor import EngineUnavailable, Executor, OneShotExecutor
 from nfvcat.validation.model import Options, Report
 
@@ -115,7 +117,7 @@ class Validation:
         jobs: dict[str, int] = {}
         for job in self.jobs:
             jobs[job.engine] = jobs.get(job.engine, 0) + 1
-        failed = any(f.rule_id == "E0009" for f in findings)
+        failed = any(f.rule_id == EngineFailure.id for f in findings)
         return Report(findings, len(targets), self.timings, jobs, hits, failed)
 
     # -- in-process rules, then engine jobs -------------------------------------------------------
@@ -128,7 +130,7 @@ class Validation:
         if doc.kind == "unknown":
             if doc.abspath in self.explicit:
                 self.raw.append((doc, RawFinding(
-                    "E0007", (), "not a HOT template, Heat environment, TOSCA template, SOL001 VNFD, CSAR, "
+                    UnknownKind.id, (), "not a HOT template, Heat environment, TOSCA template, SOL001 VNFD, CSAR, "
                     "cloud-config, or catalog entry/flavor/site profile/inventory")))
             return False
         self.jobs.extend(plan(doc, JobContext(ctx, self.options.environments, self.options.parameters,
@@ -194,7 +196,7 @@ class Validation:
         try:
             return list(rule.check(doc, ctx))
         except Exception as exc:  # a rule bug must not hide the others' findings
-            return [RawFinding("E0009", (), f"rule {rule.id} failed: {type(exc).__name__}: {exc}")]
+            return [RawFinding(EngineFailure.id, (), f"rule {rule.id} failed: {type(exc).__name__}: {exc}")]
 
     # -- engines --------------------------------------------------------------------------------
     def _lookup(self) -> tuple[dict[str, list[tuple[str, EngineJob]]], int]:
@@ -217,11 +219,11 @@ class Validation:
             results = self.executor.run_jobs(name, [job.payload for _, job in batch])
         except EngineUnavailable as exc:
             message = f"{name} engine did not run: {exc}"
-            results = [{"findings": [{"id": "E0009", "path": [], "message": message, "engine": name}]}
+            results = [{"findings": [{"id": EngineFailure.id, "path": [], "message": message, "engine": name}]}
                        for _ in batch]
         else:
             for (key, _), result in zip(batch, results, strict=True):
-                if not any(f.get("id") == "E0009" for f in result.get("findings", [])):
+                if not any(f.get("id") == EngineFailure.id for f in result.get("findings", [])):
                     cache.put(key, result)
         for (_, job), result in zip(batch, results, strict=True):
             job.result = result
