@@ -179,7 +179,7 @@ def render(vnf: str, environments: list[str] | None = None, parameters: dict[str
         if unset:  # parameters day 0 does not depend on (networks, say): any valid value
             from nfvcat.engines.heat import placeholder
 
-            env_params.update({n: placeholder(s) for n, s in unset.items()})
+            env_params.update({n: placeholder(n, s, tpl, tmpl.env.get_class) for n, s in unset.items()})
             tmpl = template.Template(tpl, files=files, env=environment.Environment(env))
             stk = stack.Stack(_heat_state(), "nfvcat-day0", tmpl)
         stk.parameters.validate(validate_value=True)
