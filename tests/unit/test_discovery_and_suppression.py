@@ -110,8 +110,8 @@ def test_resource_metadata_suppresses_inside_that_resource_only(repo: Path) -> N
     (repo / "bad.yaml").write_text(BAD_HOT)
     code, doc = run_json("bad.yaml", cwd=repo)
     assert code == 2
-    assert [(f[0], f[2]) for f in ids(doc)] == [("E1001", 5)]  # net's 'nonsense' is still reported
-    assert [(f[0], f[2]) for f in ids(doc, "suppressed")] == [("E1001", 10)]
+    assert [(f[0], f[2]) for f in ids(doc)] == [("E1001", 6)]  # net's 'nonsense' is still reported, at its key
+    assert [(f[0], f[2]) for f in ids(doc, "suppressed")] == [("E1001", 12)]
     assert doc["suppressed"][0]["suppressed_by"] == "bad.yaml:9"  # type: ignore[index]
     assert doc["summary"]["suppressed"] == 1  # type: ignore[index]
     plain = nfvcat("validate", "bad.yaml", cwd=repo)
@@ -141,12 +141,12 @@ def test_project_ignore_by_rule_prefix_and_path_and_sarif(repo: Path) -> None:
     (repo / ".nfvcat.yaml").write_text("ignore:\n  - rules: [E1]\n    paths: ['legacy/**']\n"
                                        "    reason: replaced in 2.0\n")
     code, doc = run_json("bad.yaml", "legacy/bad.yaml", cwd=repo)
-    assert code == 2 and ids(doc) == [("E1001", "bad.yaml", 5)]
-    assert sorted(ids(doc, "suppressed")) == [("E1001", "bad.yaml", 10), ("E1001", "legacy/bad.yaml", 5),
-                                               ("E1001", "legacy/bad.yaml", 10)]
+    assert code == 2 and ids(doc) == [("E1001", "bad.yaml", 6)]
+    assert sorted(ids(doc, "suppressed")) == [("E1001", "bad.yaml", 12), ("E1001", "legacy/bad.yaml", 6),
+                                               ("E1001", "legacy/bad.yaml", 12)]
     by = {(s["file"], s["line"]): (s["suppressed_by"], s["reason"]) for s in doc["suppressed"]}  # type: ignore
-    assert by[("legacy/bad.yaml", 5)] == (".nfvcat.yaml", "replaced in 2.0")
-    assert by[("legacy/bad.yaml", 10)] == ("legacy/bad.yaml:9", "")  # the template's own comes first
+    assert by[("legacy/bad.yaml", 6)] == (".nfvcat.yaml", "replaced in 2.0")
+    assert by[("legacy/bad.yaml", 12)] == ("legacy/bad.yaml:9", "")  # the template's own comes first
     sarif = json.loads(nfvcat("validate", "--format", "sarif", "bad.yaml", "legacy/bad.yaml", cwd=repo).stdout)
     results = sarif["runs"][0]["results"]
     assert len(results) == 4

@@ -82,16 +82,9 @@ def load(path: Path | None = None) -> Project:
     if path is None:
         return Project(base=Path(os.getcwd()).resolve())
     shown = os.path.relpath(path) if not os.path.relpath(path).startswith("..") else str(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UserError(f"{shown}: cannot read: {getattr(exc, 'strerror', None) or exc}") from None
     from nfvcat import yamlpos  # not on the client's fast path when there is no project file
 
-    try:
-        data, positions = yamlpos.load(text)
-    except yamlpos.DocumentError as exc:
-        raise UserError(f"{shown}:{exc.line}:{exc.column}: {exc.message}") from None
+    data, positions = yamlpos.read_file(path, shown)
     if data is None:
         data = {}
     import jsonschema

@@ -148,3 +148,22 @@ def load(text: str) -> tuple[Any, Positions]:
     except (yaml.YAMLError, ValueError, TypeError) as exc:
         raise DocumentError(_ids().invalid_yaml, f"invalid YAML: {exc}".splitlines()[0]) from None
     return data, pos
+
+
+def read_file(path: Any, shown: str | None = None, what: str = "") -> tuple[Any, Positions]:
+    """A YAML file of nfvcat's own (an entry, a flavor, a site profile, a project file, a test description,
+    an inventory, a placement request; ``what`` names it in messages): its data and key positions, or a
+    one-line UserError naming ``path:line:col`` (exit 1)."""
+    from nfvcat.errors import UserError
+
+    name = shown or str(path)
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read(MAX_BYTES + 1)
+    except (OSError, UnicodeDecodeError) as exc:
+        why = getattr(exc, "strerror", None) or exc
+        raise UserError(f"{name}: cannot read{' ' + what if what else ''}: {why}") from None
+    try:
+        return load(text)
+    except DocumentError as exc:
+        raise UserError(f"{name}:{exc.line}:{exc.column}: {exc.message}") from None

@@ -156,14 +156,7 @@ def _vnfs(test: dict[str, Any]) -> int:
 
 def load(path: str | Path) -> Tdf:
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UserError(f"{path}: cannot read: {getattr(exc, 'strerror', None) or exc}") from None
-    try:
-        data, positions = yamlpos.load(text)
-    except yamlpos.DocumentError as exc:
-        raise UserError(f"{path}:{exc.line}:{exc.column}: {exc.message}") from None
+    data, positions = yamlpos.read_file(path)
     if not isinstance(data, dict) or data.get("kind") != KIND:
         raise UserError(f"{path}: not a test description (expected kind: {KIND})")
     errors = schema_errors(data)

@@ -53,10 +53,7 @@ def load(path: Path | None, explicit: bool = False) -> SiteProfile:
         if explicit:
             raise UserError(f"site profile {path}: no such file")
         return SiteProfile()
-    try:
-        data, _ = yamlpos.load(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yamlpos.DocumentError) as exc:
-        raise UserError(f"site profile {path}: {getattr(exc, 'message', exc)}") from None
+    data, _ = yamlpos.read_file(path, what="site profile")
     physnets = data.get("physnets") if isinstance(data, dict) else None
     if not isinstance(physnets, dict):
         raise UserError(f"site profile {path}: no 'physnets' mapping")
