@@ -30,4 +30,4 @@ def nfvcat(*args: str, cwd: Path | str = ROOT, env: dict[str, str] | None = None
 def findings_of(*args: str, **kw: object) -> tuple[int, list[dict[str, object]]]:
     proc = nfvcat("validate", "--format", "json", *args, **kw)  # type: ignore[arg-type]
     assert "Traceback" not in proc.stderr, proc.stderr
-    return proc.returncode, json.loads(proc.stdout)
+    return proc.returncode, json.loads(proc.stdout)["findings"]

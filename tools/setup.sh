@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets nfvcat up on a fresh Debian or Ubuntu machine: Debian packages (apt-get), then .venv/ at the
 # repository root with every Python package pinned by constraints.txt, then cloud-init's schema
-# unpacked from Debian's cloud-init package into .venv (cloud-init is never installed or run here).
+# unpacked from Debian's cloud-init package into .venv by `nfvcat fetch-schema` (cloud-init is never
+# installed or run here).
 # Idempotent: a second run only checks.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -42,15 +43,7 @@ if [ ! -x "$venv/bin/nfvcat" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; 
   echo "$want" > "$stamp"
 fi
 
-schema_dir="$venv/share/nfvcat/cloud-init"
-if [ ! -f "$schema_dir/schema-cloud-config-v1.json" ]; then
-  say "unpacking cloud-init's schema from Debian's cloud-init package"
-  tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-  ( cd "$tmp" && apt-get download cloud-init >/dev/null 2>&1 ) || {
-    $sudo_ apt-get update -qq; ( cd "$tmp" && apt-get download cloud-init >/dev/null ); }
-  dpkg-deb -x "$tmp"/cloud-init_*.deb "$tmp/x"
-  mkdir -p "$schema_dir"
-  cp "$tmp"/x/usr/lib/python3/dist-packages/cloudinit/config/schemas/*.json "$schema_dir/"
-  dpkg-deb -f "$tmp"/cloud-init_*.deb Version > "$schema_dir/VERSION"
-fi
+# cloud-init's schema: the tool's own fetch (Debian's cloud-init .deb, pinned by version and sha256 in
+# nfvcat/cloudinit_schema.py, unpacked in Python), into the venv; a no-op once the pinned version is there.
+"$venv/bin/nfvcat" fetch-schema --into "$venv/share/nfvcat/cloud-init" >/dev/null
 say "ready: $venv/bin/nfvcat"

@@ -17,7 +17,7 @@ from nfvcat.day0 import chain as chain_mod
 from nfvcat.day0.netns import Lab, run, stale_namespaces
 
 NEEDED = ("ip", "nft", "swanctl", "tcpdump", "genisoimage", "isoinfo", "ping", "unshare", "mmdebstrap", "mkfs.ext4",
-          "qemu-img", "qemu-system-x86_64")
+          "qemu-img", "qemu-system-x86_64", "trafgen", "chromium", "timeout")
 
 
 def _interrupt(signum: int, frame: object) -> None:

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from nfvcat.day0 import chain as c
-from nfvcat.day0.netns import nft_counters
+from nfvcat.day0.netns import acl_counters, nft_rules
 from tests.day0 import traffic as t
 
 N = 5  # frames per L2/L3 probe
@@ -49,41 +49,39 @@ def sides(chain: c.Chain, listeners: dict[str, t.Listener]) -> dict[str, Side]:
             "right": Side(chain.ns["ga"], "ga-lan", mac["right_port"], c.SITE_A_HOST, listeners["sa"])}
 
 
+ACL_TABLES = (("netdev", "vrouter_l2"), ("inet", "vrouter_l3"))
+
+
 def rendered_rules(chain: c.Chain) -> list[tuple[str, str]]:
-    """(chain, rule) in order, from the ACL file the rendered day-0 produced in the vRouter."""
-    text = (chain.vnfs["vr"].root / "etc/vrouter/acl.nft").read_text()
-    rules, current = [], None
-    for raw in text.splitlines():
-        line = raw.strip()
-        m = re.match(r"chain (\S+) \{", line)
-        if m:
-            current = m.group(1)
-        elif line == "}":
-            current = None
-        elif current and line and not line.startswith(("type ", "#")):
-            rules.append((current, line))
-    return rules
-
-
-def rule_ids(chain_rules: list[tuple[str, str]]) -> list[str]:
-    return [f"{ch}:{i}:{rule}" for i, (ch, rule) in enumerate(chain_rules)]
+    """(chain, rule) in order, from the rules file the rendered day-0 produced in the vRouter (the
+    vrouter-acl input, with the interface names filled in)."""
+    return c.rendered_acl_rules(chain.vnfs["vr"].root / "etc/vrouter/acl.rules")
 
 
 def test_acl_loads_all_rules(chain: c.Chain) -> None:
-    """The seeds' ACL: 20 rules (MAC, VLAN and IP), each with a counter, in the kernel of the vRouter."""
+    """The seeds' ACL: 20 rules (MAC, VLAN and IP), each with its counter, in the kernel of the vRouter;
+    the chains hold one verdict-map lookup per kind of rule, and only the rules no map can hold (the
+    ICMP rate limits) as rules of their own."""
     rules = rendered_rules(chain)
     assert len(rules) == 20, rules
-    counters = {**nft_counters(chain.lab, chain.ns["vr"], "netdev", "vrouter_l2"),
-                **nft_counters(chain.lab, chain.ns["vr"], "inet", "vrouter_l3")}
-    assert sum(len(v) for v in counters.values()) == 20
-    assert all(packets >= 0 for rules_ in counters.values() for _, packets in rules_), "a rule has no counter"
+    counters = acl_counters(chain.lab, chain.ns["vr"], ACL_TABLES)
+    ids = set(c.acl_rule_ids(rules))
+    assert set(counters) == ids, sorted(set(counters) ^ ids)
+    assert all(packets >= 0 for packets in counters.values()), f"a rule has no counter: {counters}"
     kinds = " ".join(r for _, r in rules)
     assert "ether saddr" in kinds and "vlan id" in kinds and "ip saddr" in kinds
+    kernel = [r for family, table in ACL_TABLES for r in nft_rules(chain.lab, chain.ns["vr"], family, table)]
+    lookups = [r for r in kernel if [next(iter(e)) for e in r["expr"]] == ["vmap"]]
+    own = [r for r in kernel if r not in lookups]
+    assert sorted(r["comment"] for r in own) == ["acl_forward#4", "acl_forward#9"], own
+    assert all(any("limit" in e for e in r["expr"] if isinstance(e, dict)) for r in own)
+    # per chain: ether saddr, ether daddr, vlan id; forward: the iifname dispatch, then per side
+    # ip saddr, ip daddr, l4proto . dport
+    assert len(lookups) == 3 + 3 + 1 + 3 + 3, [r["chain"] for r in lookups]
 
 
 def _counter(chain: c.Chain, acl_chain: str, index: int) -> int:
-    family, table = ("inet", "vrouter_l3") if acl_chain == "acl_forward" else ("netdev", "vrouter_l2")
-    return nft_counters(chain.lab, chain.ns["vr"], family, table)[acl_chain][index][1]
+    return acl_counters(chain.lab, chain.ns["vr"], ACL_TABLES)[f"{acl_chain}#{index}"]
 
 
 def _src_mac(chain: c.Chain, side: Side) -> str:

@@ -3,7 +3,6 @@ listener that logs what arrives, TCP connects, and a small pcap reader."""
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import socket
 import struct
@@ -12,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+from nfvcat.day0.frames import udp_frame as udp_frame
 from nfvcat.day0.netns import Lab, run
 
 LISTENER = r"""
@@ -72,31 +72,6 @@ if sys.argv[4]:
 for _ in range(int(sys.argv[5])):
     s.sendto(sys.argv[3].encode(), (sys.argv[1], int(sys.argv[2])))
 """
-
-
-def mac_bytes(mac: str) -> bytes:
-    return bytes.fromhex(mac.replace(":", ""))
-
-
-def _checksum(data: bytes) -> int:
-    if len(data) % 2:
-        data += b"\0"
-    total = sum(struct.unpack(f"!{len(data) // 2}H", data))
-    while total >> 16:
-        total = (total & 0xFFFF) + (total >> 16)
-    return ~total & 0xFFFF
-
-
-def udp_frame(dst_mac: str, src_mac: str, src_ip: str, dst_ip: str, dport: int, payload: bytes,
-              vlan: int | None = None) -> bytes:
-    udp = struct.pack("!HHHH", 40000, dport, 8 + len(payload), 0) + payload
-    header = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(udp), 1, 0, 64, 17, 0,
-                         ipaddress.IPv4Address(src_ip).packed, ipaddress.IPv4Address(dst_ip).packed)
-    header = header[:10] + struct.pack("!H", _checksum(header)) + header[12:]
-    eth = mac_bytes(dst_mac) + mac_bytes(src_mac)
-    if vlan is not None:
-        eth += struct.pack("!HH", 0x8100, vlan)
-    return eth + struct.pack("!H", 0x0800) + header + udp
 
 
 def send_frames(lab: Lab, ns: str, ifname: str, frames: list[bytes]) -> None:

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.integration.conftest import CLOUD, NFVCAT, ROOT, nfvcat
+from tests.integration.conftest import CLOUD, NFVCAT, ROOT, counts, nfvcat
 
 PSK = {"NFVCAT_SECRET_PSK": "integration-psk-0123456789abcdef"}
 pytestmark = pytest.mark.usefixtures("onboarded", "no_chains")
@@ -25,17 +25,6 @@ def no_chains(devcloud: None) -> None:
         assert nfvcat("terminate", stack).returncode == 0
 
 
-def counts(conn: Any) -> dict[str, int]:
-    out = {"servers": len(list(conn.compute.servers(all_projects=True))),
-           "ports": len(list(conn.network.ports())), "networks": len(list(conn.network.networks())),
-           "flavors": len(list(conn.compute.flavors(is_public=None)))}
-    try:
-        out["volumes"] = len(list(conn.block_storage.volumes(all_projects=True)))
-    except Exception:  # the dev cloud has no Cinder: no volume can leak
-        out["volumes"] = 0
-    return out
-
-
 def ports_of(conn: Any, stack: str) -> list[Any]:
     ports = []
     for server in conn.compute.servers(all_projects=True):
@@ -45,7 +34,7 @@ def ports_of(conn: Any, stack: str) -> list[Any]:
 
 
 def instantiate(chain: str, *args: str, env: dict[str, str] | None = None) -> tuple[int, dict[str, Any], str]:
-    res = nfvcat("instantiate", chain, "--format", "json", *args, env=env)
+    res = nfvcat("instantiate", chain, "--format", "json", "--host-access", "devcloud", *args, env=env)
     data = json.loads(res.stdout) if res.stdout.strip().startswith("{") else {}
     return res.returncode, data, res.stderr
 
@@ -92,13 +81,12 @@ def test_one_vnf_sriov_chain_then_wrong_placement_is_caught(conn: Any, tmp_path:
 
     # the same deployment against an inventory whose NICs sit on the other NUMA node: check must fail
     inv = yaml.safe_load((ROOT / "tools/nfvcat/devcloud/inventory.yaml").read_text())
-    for dev in inv["hosts"][0]["pci_devices"]:
-        dev["numa_node"] = 1 - dev["numa_node"]
-    for cell in inv["hosts"][0]["numa_cells"]:
-        cell["socket"] = 1 - cell["socket"]
+    for host in inv["hosts"]:  # (the hosts share one device list in the file: copies, each flipped once)
+        host["pci_devices"] = [{**dev, "numa_node": 1 - dev["numa_node"]} for dev in host["pci_devices"]]
+        host["numa_cells"] = [{**cell, "socket": 1 - cell["socket"]} for cell in host["numa_cells"]]
     wrong = tmp_path / "wrong.yaml"
     wrong.write_text(yaml.safe_dump(inv))
-    res = nfvcat("check", "chain-vrouter", "--inventory", str(wrong), "--format", "json")
+    res = nfvcat("check", "chain-vrouter", "--inventory", str(wrong), "--host-access", "devcloud", "--format", "json")
     assert res.returncode == 2, res.stdout + res.stderr
     failed = [v for v in json.loads(res.stdout)["verdicts"] if v["status"] == "FAIL"]
     assert {v["check"] for v in failed} == {"VF NUMA affinity"}, failed
@@ -117,8 +105,14 @@ def test_two_vnf_ovs_dpdk_chain(conn: Any) -> None:
 
 
 def test_chain_that_cannot_fit_fails_cleanly(conn: Any) -> None:
-    # 14 dedicated vCPUs on one NUMA node: Placement has 24 PCPUs, but no node has more than 12
-    flavor = conn.compute.create_flavor(name="nfvcat-test.numa-exhausted", vcpus=14, ram=2048, disk=20)
+    # more dedicated vCPUs on one NUMA node than any node has (Placement alone would find a host with enough)
+    inv = yaml.safe_load((ROOT / "tools/nfvcat/devcloud/inventory.yaml").read_text())
+    from nfvcat.plan.inventory import from_data
+
+    hosts = from_data(inv).hosts
+    per_node = max(len(c.dedicated) for h in hosts for c in h.cells)
+    assert max(sum(len(c.dedicated) for c in h.cells) for h in hosts) >= per_node + 2
+    flavor = conn.compute.create_flavor(name="nfvcat-test.numa-exhausted", vcpus=per_node + 2, ram=2048, disk=20)
     conn.compute.create_flavor_extra_specs(flavor, {"hw:cpu_policy": "dedicated", "hw:numa_nodes": "1"})
     try:
         before = counts(conn)

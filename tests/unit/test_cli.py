@@ -101,7 +101,7 @@ def test_engine_that_cannot_run_is_E0009_exit_3(tmp_path: Path) -> None:
     proc = nfvcat("validate", "--no-cache", "--format", "json", str(RULES / "E1001" / "pass.yaml"),
                   env={"NFVCAT_ENGINE_TIMEOUT": "0.01"})
     assert proc.returncode == 3
-    findings = json.loads(proc.stdout)
+    findings = json.loads(proc.stdout)["findings"]
     assert [f["id"] for f in findings] == ["E0009"] and "timed out" in findings[0]["message"]
     proc = nfvcat("validate", "--format", "json", str(RULES / "E6001" / "fail.yaml"),
                   env={"NFVCAT_CLOUD_INIT_SCHEMA": str(tmp_path / "none.json")})

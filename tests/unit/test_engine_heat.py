@@ -92,8 +92,66 @@ parameters:
 resources: {}
 """)
     [result] = run_worker([{"file": str(tmp_path / "p.yaml")}])
-    messages = [f["message"] for f in result["findings"]]
-    assert all("name" in m for m in messages), messages  # only the pattern nobody can guess may remain
+    assert result["findings"] == []
+
+
+def test_invented_values_satisfy_every_constraint_and_the_property_they_feed(tmp_path: Path) -> None:
+    (tmp_path / "p.yaml").write_text("""heat_template_version: 2021-04-16
+parameters:
+  password:
+    type: string
+    constraints:
+      - length: {min: 10, max: 20}
+      - allowed_pattern: "[A-Z].*"
+        description: Password must start with an uppercase character
+      - allowed_pattern: ".*[0-9].*"
+      - allowed_pattern: "[A-Za-z0-9]*"
+  size: {type: string}
+  cidr: {type: string}
+  port: {type: string}
+  mac: {type: string}
+  ip: {type: string}
+resources:
+  net: {type: OS::Neutron::Net}
+  subnet:
+    type: OS::Neutron::Subnet
+    properties: {network: {get_resource: net}, cidr: {get_param: cidr}}
+  volume:
+    type: OS::Cinder::Volume
+    properties: {size: {get_param: size}}
+  rule:
+    type: OS::Neutron::SecurityGroupRule
+    properties: {security_group: sg, port_range_min: {get_param: port}, port_range_max: {get_param: port}}
+  vport:
+    type: OS::Neutron::Port
+    properties:
+      network: {get_resource: net}
+      mac_address: {get_param: mac}
+      fixed_ips: [{ip_address: {get_param: ip}}]
+  secret:
+    type: OS::Heat::Value
+    properties: {value: {get_param: password}}
+""")
+    [result] = run_worker([{"file": str(tmp_path / "p.yaml")}])
+    assert result["findings"] == []
+
+
+def test_a_finding_that_depends_on_an_invented_value_says_so_and_is_a_warning(tmp_path: Path) -> None:
+    (tmp_path / "p.yaml").write_text("""heat_template_version: 2021-04-16
+parameters:
+  both: {type: string}
+resources:
+  net: {type: OS::Neutron::Net}
+  subnet:
+    type: OS::Neutron::Subnet
+    properties: {network: {get_resource: net}, cidr: {get_param: both}}
+  volume:
+    type: OS::Cinder::Volume
+    properties: {size: {get_param: both}}
+""")
+    [result] = run_worker([{"file": str(tmp_path / "p.yaml")}])
+    [f] = result["findings"]
+    assert f["id"] == "W1005" and "nfvcat invented for both=" in f["message"], f
 
 
 def test_environment_files_are_checked_by_heat(tmp_path: Path) -> None:
@@ -123,3 +181,199 @@ resources:
     assert [f["path"][-1] for f in null["findings"]] == ["qos_policy"]
     assert "name or id ''" in null["findings"][0]["message"]
     assert omit["findings"] == []
+
+
+GROUPS = """heat_template_version: 2021-04-16
+resources:
+  asg:
+    type: OS::Heat::AutoScalingGroup
+    properties:
+      min_size: 1
+      max_size: 3
+      resource: {type: OS::Neutron::Net, properties: {BAD}}
+  lc:
+    type: AWS::AutoScaling::LaunchConfiguration
+    properties: {ImageId: img, InstanceType: m1.small}
+  aws:
+    type: AWS::AutoScaling::AutoScalingGroup
+    properties: {AvailabilityZones: [], LaunchConfigurationName: {get_resource: lc}, MinSize: '1', MaxSize: '2'}
+  ig:
+    type: OS::Heat::InstanceGroup
+    properties: {AvailabilityZones: [], LaunchConfigurationName: {get_resource: lc}, Size: '1'}
+  rg:
+    type: OS::Heat::ResourceGroup
+    properties:
+      count: 2
+      resource_def: {type: OS::Neutron::Net, properties: {BAD}}
+  policy:
+    type: OS::Heat::ScalingPolicy
+    properties: {adjustment_type: change_in_capacity, auto_scaling_group_id: {get_resource: asg}, scaling_adjustment: 1}
+"""
+
+
+def test_scaling_groups_validate_and_their_members_are_checked(tmp_path: Path) -> None:
+    (tmp_path / "good.yaml").write_text(GROUPS.replace("BAD", "name: n"))
+    (tmp_path / "bad.yaml").write_text(GROUPS.replace("BAD", "bogus: 1"))
+    good, bad = run_worker([{"file": str(tmp_path / "good.yaml")}, {"file": str(tmp_path / "bad.yaml")}])
+    assert good["findings"] == []
+    paths = sorted(f["path"] for f in bad["findings"])  # the member definition's bad key, in the group
+    assert paths == [["resources", "asg", "properties", "resource", "properties", "bogus"],
+                     ["resources", "rg", "properties", "resource_def", "properties", "bogus"]]
+    assert all("Unknown Property bogus" in f["message"] for f in bad["findings"])
+
+
+RESOURCE_ERRORS = """heat_template_version: 2021-04-16
+resources:
+  net: {type: OS::Neutron::Net}
+  subnet:
+    type: OS::Neutron::Subnet
+    properties: {network: {get_resource: net}}
+  port:
+    type: OS::Neutron::Port
+    properties: {network: {get_resource: net}, fixed_ips: [{subnet: s, subnet_id: s}]}
+  adopted:
+    type: OS::Nova::Server
+    external_id: 5f0c9a2e-0000-4000-8000-000000000000
+"""
+
+
+def test_exceptions_a_resource_raises_are_findings_and_external_ids_are_not_validated(tmp_path: Path) -> None:
+    (tmp_path / "t.yaml").write_text(RESOURCE_ERRORS)
+    [result] = run_worker([{"file": str(tmp_path / "t.yaml")}])
+    by_resource = {f["path"][1]: f for f in result["findings"]}
+    assert set(by_resource) == {"subnet", "port"}, result["findings"]
+    assert all(f["id"] == "E1001" for f in by_resource.values())
+    assert "subnetpool, cidr" in by_resource["subnet"]["message"]  # PropertyUnspecifiedError
+    assert "subnet" in by_resource["port"]["message"]  # a conflict Heat's translation reports
+
+
+def test_a_template_that_reaches_for_a_cloud_is_not_validated_offline_not_wrong(tmp_path: Path) -> None:
+    (tmp_path / "child.yaml").write_text("heat_template_version: 2021-04-16\nresources: {}\n")
+    (tmp_path / "t.yaml").write_text("""heat_template_version: 2021-04-16
+resources:
+  remote:
+    type: OS::Heat::Stack
+    properties:
+      context: {region_name: RegionTwo}
+      template: {get_file: child.yaml}
+""")
+    code, findings = findings_of(str(tmp_path / "t.yaml"), "--no-cache")
+    assert code == 3
+    assert [f["id"] for f in findings] == ["E0009"]
+    assert "remote" in str(findings[0]["message"]) and findings[0]["line"] == 6  # the region it reaches for
+
+
+def test_outputs_are_resolved_as_heat_does(tmp_path: Path) -> None:
+    (tmp_path / "t.yaml").write_text("""heat_template_version: 2021-04-16
+resources:
+  net: {type: OS::Neutron::Net}
+outputs:
+  ok: {value: {get_resource: net}}
+  renamed: {value: {get_resource: network}}
+  missing: {value: {get_attr: [gone, name]}}
+""")
+    [result] = run_worker([{"file": str(tmp_path / "t.yaml")}])
+    assert sorted(f["path"][1] for f in result["findings"]) == ["missing", "renamed"]
+
+
+def test_a_missing_file_added_later_invalidates_the_cached_result(tmp_path: Path) -> None:
+    (tmp_path / "t.yaml").write_text("""heat_template_version: 2021-04-16
+resources:
+  child: {type: sub/child.yaml}
+  config:
+    type: OS::Heat::SoftwareConfig
+    properties: {config: {get_file: hook.sh}}
+""")
+    code, findings = findings_of(str(tmp_path / "t.yaml"))
+    assert code == 2 and [f["id"] for f in findings] == ["E1002"]
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "child.yaml").write_text("heat_template_version: 2021-04-16\nresources: {}\n")
+    code, findings = findings_of(str(tmp_path / "t.yaml"))
+    assert [f["id"] for f in findings] == ["E1002"] and "hook.sh" in str(findings[0]["message"])
+    (tmp_path / "hook.sh").write_text("#!/bin/sh\n")
+    code, findings = findings_of(str(tmp_path / "t.yaml"))
+    assert (code, findings) == (0, [])
+
+
+def test_a_server_with_metadata_validates_offline(tmp_path: Path) -> None:
+    """Heat reads Nova's absolute limits for a server's metadata: unknown offline, not a cloud failure."""
+    (tmp_path / "t.yaml").write_text("""heat_template_version: 2021-04-16
+resources:
+  server:
+    type: OS::Nova::Server
+    properties: {flavor: m1, image: img, networks: [{network: mgmt}], metadata: {role: vnf}}
+""")
+    [result] = run_worker([{"file": str(tmp_path / "t.yaml")}])
+    assert result["findings"] == []
+
+
+def test_a_tacker_base_hot_finds_its_nested_templates_as_tacker_passes_them(tmp_path: Path) -> None:
+    """Tacker sends BaseHOT/<flavour>/nested/*.yaml to Heat as files named by their base name."""
+    flavour = tmp_path / "BaseHOT" / "simple"
+    (flavour / "nested").mkdir(parents=True)
+    (flavour / "top.yaml").write_text("""heat_template_version: 2021-04-16
+resources:
+  VDU1:
+    type: VDU1.yaml
+    properties: {flavor: m1, net: mgmt}
+""")
+    (flavour / "nested" / "VDU1.yaml").write_text("""heat_template_version: 2021-04-16
+parameters:
+  flavor: {type: string}
+  net: {type: string}
+resources:
+  port:
+    type: OS::Neutron::Port
+    properties: {network: {get_param: net}, binding:vnic_type: sriov}
+""")
+    code, findings = findings_of(str(flavour / "top.yaml"), "--no-cache")
+    assert code == 2
+    assert [(f["id"], Path(str(f["file"])).name, f["line"]) for f in findings] == [("E1001", "VDU1.yaml", 8)]
+
+
+def test_a_json_parameter_read_through_list_indices_gets_a_value_there(tmp_path: Path) -> None:
+    (tmp_path / "child.yaml").write_text("""heat_template_version: 2021-04-16
+parameters:
+  subnet: {type: string}
+resources:
+  port:
+    type: OS::Neutron::Port
+    properties: {network: mgmt, fixed_ips: [{subnet: {get_param: subnet}}]}
+""")
+    (tmp_path / "t.yaml").write_text("""heat_template_version: 2021-04-16
+parameters:
+  nfv: {type: json}
+resources:
+  vdu:
+    type: child.yaml
+    properties: {subnet: {get_param: [nfv, CP, CP1, fixed_ips, 0, subnet]}}
+  volume:
+    type: OS::Cinder::Volume
+    properties: {size: {get_param: [nfv, VDU, vdu, size]}}
+  port:
+    type: OS::Neutron::Port
+    properties: {network: n, fixed_ips: [{ip_address: {get_param: [nfv, CP, CP1, fixed_ips, 0, ip_address]}}]}
+""")
+    [result] = run_worker([{"file": str(tmp_path / "t.yaml")}])
+    assert result["findings"] == []
+
+
+def test_a_group_member_fed_by_a_resource_not_created_yet_is_not_failed_for_its_empty_value(
+        tmp_path: Path) -> None:
+    (tmp_path / "t.yaml").write_text("""heat_template_version: 2021-04-16
+resources:
+  net: {type: OS::Neutron::Net}
+  group:
+    type: OS::Heat::AutoScalingGroup
+    properties:
+      min_size: 1
+      max_size: 2
+      resource:
+        type: OS::Neutron::Port
+        properties: {network: {get_resource: net}, BAD}
+""")
+    (tmp_path / "good.yaml").write_text((tmp_path / "t.yaml").read_text().replace("BAD", "name: p"))
+    (tmp_path / "bad.yaml").write_text((tmp_path / "t.yaml").read_text().replace("BAD", "nam: p"))
+    good, bad = run_worker([{"file": str(tmp_path / "good.yaml")}, {"file": str(tmp_path / "bad.yaml")}])
+    assert good["findings"] == []
+    assert [f["path"][-1] for f in bad["findings"]] == ["nam"]

@@ -5,6 +5,7 @@ One worker run serves every job of this module (tosca-parser and tacker start on
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -32,6 +33,55 @@ def _rewrite(src: Path, dst: Path, member: str, old: bytes, new: bytes) -> Path:
                 assert old in data
                 data = data.replace(old, new, 1)
             zout.writestr(info, data)
+    return dst
+
+
+SOL001_URL = "https://forge.etsi.org/rep/nfv/SOL001/raw/v2.6.1/"
+GENERIC_META = (b"TOSCA-Meta-File-Version: 1.0\nCSAR-Version: 1.1\nCreated-By: test\n"
+                b"Entry-Definitions: Definitions/service.yaml\n")
+GENERIC = """tosca_definitions_version: tosca_simple_yaml_1_3
+topology_template:
+  node_templates:
+    server:
+      type: tosca.nodes.Compute
+      capabilities:
+        host:
+          properties:
+            num_cpus: 2
+            mem_size: 2 GB
+"""
+
+
+def _with_url_imports(src: Path, dst: Path) -> Path:
+    """The package with its SOL001 type files imported by URL instead of shipped, manifest rehashed."""
+    sol001 = ("etsi_nfv_sol001_common_types.yaml", "etsi_nfv_sol001_vnfd_types.yaml")
+    members: dict[str, bytes] = {}
+    with zipfile.ZipFile(src) as zin:
+        for info in zin.infolist():
+            data = zin.read(info)
+            if os.path.basename(info.filename) in sol001:
+                continue
+            for name in sol001:
+                data = data.replace(f"  - {name}".encode(), f"  - {SOL001_URL}{name}".encode())
+            members[info.filename] = data
+    blocks = members["vnf-vrouter.mf"].decode().split("\n\n")
+    kept = [blocks[0]]
+    for block in blocks[1:]:
+        source = block.split("\n", 1)[0].removeprefix("Source: ").strip()
+        if source in members:
+            digest = hashlib.sha256(members[source]).hexdigest()
+            kept.append("\n".join(f"Hash: {digest}" if ln.startswith("Hash:") else ln for ln in block.split("\n")))
+    members["vnf-vrouter.mf"] = "\n\n".join(kept).encode()
+    with zipfile.ZipFile(dst, "w", zipfile.ZIP_DEFLATED) as zout:
+        for name, data in members.items():
+            zout.writestr(name, data)
+    return dst
+
+
+def _generic_csar(dst: Path, template: str) -> Path:
+    with zipfile.ZipFile(dst, "w", zipfile.ZIP_DEFLATED) as zout:
+        zout.writestr("TOSCA-Metadata/TOSCA.meta", GENERIC_META)
+        zout.writestr("Definitions/service.yaml", template)
     return dst
 
 
@@ -67,6 +117,13 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         "bad_hash": {"file": str(bad_hash), "kind": "csar"},
         "bad_meta": {"file": str(bad_meta), "kind": "csar"},
         "broken_vdu": {"file": str(broken_vdu), "kind": "csar"},
+        "url_imports": {"file": str(_with_url_imports(good_csar, tmp / "url-imports.zip")), "kind": "csar"},
+        "generic": {"file": str(_generic_csar(tmp / "generic.zip", GENERIC)), "kind": "csar"},
+        "generic_bad": {"file": str(_generic_csar(tmp / "generic-bad.zip", GENERIC.replace(
+            "num_cpus: 2", "num_cpus: 2\n            cores: 4"))), "kind": "csar"},
+        "csar_v3": {"file": str(_generic_csar(tmp / "v3.zip", GENERIC.replace(
+            "topology_template:", f"imports:\n  - {SOL001_URL.replace('v2.6.1', 'v3.3.1')}"
+            "etsi_nfv_sol001_common_types.yaml\ntopology_template:"))), "kind": "csar"},
     }
     v3 = tmp / "v3.yaml"
     v3.write_text((FIXTURES / "E4001" / "pass.yaml").read_text().replace("/raw/v2.6.1/", "/raw/v3.3.1/"))
@@ -144,6 +201,23 @@ def test_csar_template_error_is_e4001_with_a_line(run: dict[str, Any]) -> None:
 def test_sol001_v3_is_not_validated_against_v2_types(run: dict[str, Any]) -> None:
     [finding] = run["results"]["sol001_v3"]["findings"]
     assert finding["id"] == "E0009" and "v3.3.1" in finding["message"]  # unknown, not invalid: exit 3
+
+
+def test_csar_importing_sol001_by_url_resolves_them_as_a_vnfd_does(run: dict[str, Any]) -> None:
+    assert run["results"]["url_imports"]["findings"] == []
+
+
+def test_generic_tosca_csar_gets_tosca_parsers_verdict_not_tackers(run: dict[str, Any]) -> None:
+    assert run["results"]["generic"]["findings"] == []
+    [finding] = run["results"]["generic_bad"]["findings"]
+    assert finding["id"] == "E4001" and "cores" in finding["message"]
+    assert "tacker" in finding["message"] and "not a VNF package" in finding["message"]
+    assert finding["file"].endswith("generic-bad.zip!/Definitions/service.yaml") and finding["line"] == 10
+
+
+def test_csar_importing_an_unknown_url_is_not_validated_rather_than_invalid(run: dict[str, Any]) -> None:
+    [finding] = run["results"]["csar_v3"]["findings"]
+    assert finding["id"] == "E0009" and "v3.3.1" in finding["message"]
 
 
 def test_no_temporary_files_left(run: dict[str, Any]) -> None:

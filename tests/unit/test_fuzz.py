@@ -138,7 +138,7 @@ def test_batch_through_every_engine(tmp_path: Path) -> None:
     print(f"fuzz: validated {count} mutants in {elapsed:.1f} s; exit {proc.returncode}")
     print(proc.stderr[-2000:])
     assert "Traceback" not in proc.stderr
-    findings = json.loads(proc.stdout)
+    findings = json.loads(proc.stdout)["findings"]
     # A mutated import URL cannot be fetched offline: "not validated" (E0009, exit 3) is the right answer
     # about such an input. Any other E0009 is an engine that crashed.
     offline = [f for f in findings if f["id"] == "E0009" and OFFLINE_IMPORT in f["message"]]

@@ -65,6 +65,7 @@ def test_conditions_on_unknowns_stay_unresolved() -> None:
     ("name: f\nvcpus: 1\nram: 512\nextra_specs: {}\n", "flavor"),
     ("kind: nfvcat/site-profile\nphysnets: {}\n", "site-profile"),
     ("kind: nfvcat/inventory\nhosts: []\n", "inventory"),
+    ("kind: nfvcat/test-description\ntests: []\n", "test-description"),
     ("apiVersion: v1\n", "unknown"),
 ])
 def test_kind_comes_from_content_not_name(tmp_path: Path, text: str, kind: str) -> None:

@@ -1,4 +1,4 @@
-"""Image entries without building one: references and their generated checksums, rule E0013 on VNFDs, and the
+"""Image entries without building one: references and their generated checksums, rule E0014 on VNFDs, and the
 lock decisions of a build (new, reproduced, not reproducible, changed under a released version)."""
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from nfvcat.cli import main
 from nfvcat.errors import EXIT_FINDINGS, EXIT_OK, UserError
 from nfvcat.images import build, recipe, refs
 from nfvcat.rules.base import Context
-from nfvcat.rules.parsing.e0013_image_checksum import ImageChecksum
+from nfvcat.rules.parsing.e0014_image_checksum import ImageChecksum
 from tests.conftest import ROOT
 
-FIXTURE = ROOT / "tests" / "fixtures" / "rules" / "E0013" / "pass"
+FIXTURE = ROOT / "tests" / "fixtures" / "rules" / "E0014" / "pass"
 MOTD_SHA = hashlib.sha256((FIXTURE / "images" / "demo" / "files" / "motd").read_bytes()).hexdigest()
 
 VNFD = """\
@@ -70,21 +70,21 @@ def test_vnfd_sw_image_data_is_generated(cat: Path) -> None:
     assert "size_of_storage: 4 GiB" in new  # only sw_image_data is touched
 
 
-def _e0013(path: Path) -> list[str]:
+def _e0014(path: Path) -> list[str]:
     doc = documents.read(str(path))
     return [f.message for f in ImageChecksum().check(doc, Context())]
 
 
-def test_e0013_rejects_a_vnfd_checksum_no_image_has(cat: Path) -> None:
+def test_e0014_rejects_a_vnfd_checksum_no_image_has(cat: Path) -> None:
     df = cat / "vnfd" / "demo" / "Definitions" / "df.yaml"
     df.parent.mkdir(parents=True)
     df.write_text(VNFD.format(hash="5f3c1a9e" * 8))
-    (msg,) = _e0013(df)
+    (msg,) = _e0014(df)
     assert msg.startswith("VB: sw_image_data checksum 5f3c1a9e5f3c1a9e") and "built: demo 1.0.0" in msg
     df.write_text(VNFD.format(hash="0" * 64))
-    assert len(_e0013(df)) == 1
+    assert len(_e0014(df)) == 1
     df.write_text(VNFD.format(hash=MOTD_SHA))
-    assert _e0013(df) == []
+    assert _e0014(df) == []
 
 
 @pytest.mark.parametrize(("ref", "expected"), [
@@ -92,16 +92,16 @@ def test_e0013_rejects_a_vnfd_checksum_no_image_has(cat: Path) -> None:
     ("  - name: d\n    image: demo\n    version: 2.0.0\n", "images/demo is at version 1.0.0, not 2.0.0"),
     ("  - name: d\n", "names no image entry"),
 ])
-def test_e0013_reference_errors(cat: Path, ref: str, expected: str) -> None:
+def test_e0014_reference_errors(cat: Path, ref: str, expected: str) -> None:
     entry = cat / "templates" / "heat" / "demo" / "entry.yaml"
     entry.write_text("name: demo\nversion: 1.0.0\nkind: heat\ndescription: d\nimages:\n" + ref)
-    (msg,) = _e0013(entry)
+    (msg,) = _e0014(entry)
     assert expected in msg
 
 
-def test_e0013_checksum_of_an_unbuilt_image(cat: Path) -> None:
+def test_e0014_checksum_of_an_unbuilt_image(cat: Path) -> None:
     (cat / "images" / "demo" / "image.lock").unlink()
-    (msg,) = _e0013(cat / "templates" / "heat" / "demo" / "entry.yaml")
+    (msg,) = _e0014(cat / "templates" / "heat" / "demo" / "entry.yaml")
     assert "was never built" in msg
 
 

@@ -16,7 +16,7 @@ from nfvcat.cloud import onboarding
 from nfvcat.errors import EXIT_FINDINGS, EXIT_USAGE, UserError
 from tests.conftest import ROOT
 
-FIXTURE = ROOT / "tests" / "fixtures" / "rules" / "E0013" / "pass"
+FIXTURE = ROOT / "tests" / "fixtures" / "rules" / "E0014" / "pass"
 AUTH = "http://keystone.test/v3"
 GLANCE = "http://glance.test"
 IMAGE_ID = "5b7c1c1e-0000-4000-8000-000000000001"

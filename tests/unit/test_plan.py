@@ -282,3 +282,30 @@ def test_catalog_chains_plan_through_their_nested_vnfs(entry: str, env: str, ser
     if env == "sriov.env.yaml":
         [p] = placed
         assert {d["numa_node"] for d in p["pci_devices"]} == set(p["numa_cells"]), "VFs NUMA-local"
+
+
+def test_memory_capacity_is_placements_total_minus_reserved_times_ratio() -> None:
+    # Placement allows (total - reserved) x ram_allocation_ratio: (16 - 4) GiB x 2.0 = 24 GiB, six 4 GiB guests
+    # (memory x ratio - reserved would say 28 GiB, seven)
+    inv = inventory.from_data({"kind": "nfvcat/inventory", "hosts": [{
+        "name": "h", "ram_allocation_ratio": 2.0, "reserved_host_memory_mb": 4096,
+        "numa_cells": [{"id": 0, "cpu_shared_set": "0-63", "memory_mb": 16384}]}]})
+    vnf = Vnf("s", Flavor("s", 1, 4096, extra_specs={}))
+    res = capacity.run(Planner(inv), Chain("c", [vnf]), 100)
+    assert res.copies == 6
+    assert res.usage["MEMORY_MB"] == {"used": 6 * 4096, "total": (16384 - 4096) * 2}
+
+
+def test_filters_follow_a_nova_configuration(tmp_path: Path) -> None:
+    # a pinned flavor with an aggregate extra spec: without AggregateInstanceExtraSpecsFilter in the cloud's
+    # enabled_filters (the dev cloud's nova.conf, say), no aggregate metadata is needed
+    conf = tmp_path / "nova.conf"
+    conf.write_text("[DEFAULT]\nhost = x\n[pci]\n"
+                    'alias = {"name": "qat-vf", "vendor_id": "8086", "product_id": "37c9"}\n'
+                    "[filter_scheduler]\nenabled_filters = ComputeFilter,NUMATopologyFilter\n")
+    args = ["plan", "--flavor", "nfv.pinned.1g", "--inventory", EDGE, "--format", "json"]
+    assert nfvcat(*args).returncode == 2
+    proc = nfvcat(*args, "--nova-conf", str(conf))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert json.loads(proc.stdout)["enabled_filters"] == ["ComputeFilter", "NUMATopologyFilter"]
+    assert nfvcat(*args, "--nova-conf", str(tmp_path / "none.conf")).returncode == 1

@@ -47,8 +47,7 @@ def engine_version(engine: str) -> str:
             parts.append(f"{pkg}=missing")
     here = Path(__file__).parent / "engines"
     code = hashlib.sha256()
-    for name in ("worker.py", f"{engine}.py"):
-        p = here / name
+    for p in [here / "worker.py", *sorted(here.glob(f"{engine}*.py"))]:  # the engine and its helper modules
         if p.exists():
             code.update(p.read_bytes())
     parts.append(code.hexdigest()[:16])

@@ -12,9 +12,13 @@ from typing import Any
 
 from nfvcat import yamlpos
 from nfvcat.findings import RawFinding
+from nfvcat.rules.parsing.e0002_unreadable import Unreadable
+from nfvcat.rules.parsing.e0004_too_large import TooLarge
+from nfvcat.rules.parsing.e0005_not_text import NotText
+from nfvcat.rules.parsing.e0006_duplicate_key import DuplicateKey
 
 KINDS = ("hot", "environment", "tosca", "vnfd", "csar", "cloud-config", "flavor", "entry",
-         "site-profile", "inventory", "placement-request", "unknown")
+         "site-profile", "inventory", "placement-request", "test-description", "unknown")
 HEAT_ENV_SECTIONS = {"parameters", "parameter_defaults", "resource_registry", "event_sinks",
                      "encrypted_param_names", "parameter_merge_strategies"}
 CLOUD_CONFIG_HINT_KEYS = {"runcmd", "write_files", "packages", "bootcmd", "users", "ssh_authorized_keys",
@@ -62,6 +66,8 @@ def detect_kind(data: Any, text: str, name: str) -> str:
         return "inventory"
     if data.get("kind") == "nfvcat/placement-request":
         return "placement-request"
+    if data.get("kind") == "nfvcat/test-description":
+        return "test-description"
     if os.path.basename(name) == "entry.yaml" or data.get("kind") == "nfvcat/entry":
         return "entry"
     if "extra_specs" in data and ("vcpus" in data or "ram" in data):
@@ -82,29 +88,29 @@ def read(path: str) -> Document:
 
     try:
         if os.path.isdir(path):
-            return problem("E0002", "is a directory with no catalog files")
+            return problem(Unreadable.id, "is a directory with no catalog files")
         size = os.path.getsize(path)
         if size > yamlpos.MAX_BYTES and not zipfile.is_zipfile(path):
-            return problem("E0004", f"file is {size} bytes, larger than the {yamlpos.MAX_BYTES} byte limit")
+            return problem(TooLarge.id, f"file is {size} bytes, larger than the {yamlpos.MAX_BYTES} byte limit")
         with open(path, "rb") as f:
             doc.raw = f.read(yamlpos.MAX_BYTES + 1) if not zipfile.is_zipfile(path) else b""
     except FileNotFoundError:
-        return problem("E0002", "no such file")
+        return problem(Unreadable.id, "no such file")
     except OSError as exc:
-        return problem("E0002", f"cannot read: {exc.strerror or exc}")
+        return problem(Unreadable.id, f"cannot read: {exc.strerror or exc}")
     if zipfile.is_zipfile(path):
         doc.kind = "csar"
         return doc
     if doc.raw.startswith(b"PK\x03\x04") or path.endswith((".zip", ".csar")):
-        return problem("E0005", "not a readable ZIP archive (a CSAR must be one)")
+        return problem(NotText.id, "not a readable ZIP archive (a CSAR must be one)")
     if not doc.raw.strip():
-        return problem("E0005", "empty file")
+        return problem(NotText.id, "empty file")
     if b"\x00" in doc.raw:
-        return problem("E0005", "binary file (NUL bytes), not a YAML or JSON document")
+        return problem(NotText.id, "binary file (NUL bytes), not a YAML or JSON document")
     try:
         doc.text = doc.raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        return problem("E0005", f"not UTF-8 text (byte {exc.start})")
+        return problem(NotText.id, f"not UTF-8 text (byte {exc.start})")
     try:
         doc.data, doc.positions = yamlpos.load(doc.text)
     except yamlpos.DocumentError as exc:
@@ -113,7 +119,7 @@ def read(path: str) -> Document:
         return problem(exc.rule_id, exc.message, exc.line, exc.column)
     for dup_path, line, col in doc.positions.duplicates:
         doc.problems.append(RawFinding(
-            "E0006", dup_path, f"duplicate key '{dup_path[-1]}': YAML keeps only the last one",
+            DuplicateKey.id, dup_path, f"duplicate key '{dup_path[-1]}': YAML keeps only the last one",
             line=line, column=col))
     doc.kind = detect_kind(doc.data, doc.text, path)
     return doc

@@ -66,3 +66,20 @@ class RawFinding:
     def from_json(cls, data: dict[str, Any]) -> RawFinding:
         return cls(data["id"], tuple(data.get("path") or ()), data["message"],
                    data.get("engine", "nfvcat"), data.get("file"), data.get("line"), data.get("column"))
+
+
+@dataclass(frozen=True, order=True)
+class Suppressed:
+    """A finding the user accepted (nfvcat.suppress): counted and listed, not reported."""
+
+    finding: Finding
+    by: str  # where the suppression is: "file:line" of the comment or metadata, or the project file
+    reason: str = ""
+    external: bool = False  # the project file, not the template (SARIF's suppression kind)
+
+    def to_json(self) -> dict[str, Any]:
+        return {**self.finding.to_json(), "suppressed_by": self.by, "reason": self.reason, "external": self.external}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Suppressed:
+        return cls(Finding.from_json(data), data["suppressed_by"], data.get("reason", ""), bool(data.get("external")))

@@ -14,6 +14,7 @@ FUNCTIONS = frozenset({
     "map_replace", "yaql", "equals", "if", "not", "and", "or", "filter", "make_url", "list_concat",
     "list_concat_unique", "contains", "Fn::Select", "Ref", "Fn::GetAtt", "Fn::Join", "Fn::Base64",
 })
+STR_REPLACE = ("str_replace", "str_replace_strict", "str_replace_vstrict")
 
 
 def resources(data: Any, *types: str) -> Iterator[tuple[str, dict[str, Any]]]:

@@ -48,7 +48,7 @@ def translate(path: str, params: dict[str, Any] | None = None) -> dict[str, Any]
     params = dict(params or {})
     try:
         with contextlib.redirect_stdout(sys.stderr):  # tosca-parser prints; stdout may be the HOT
-            tosca = ToscaTemplate(path, params, True, local_defs=engine.local_defs())
+            tosca = ToscaTemplate(path, params, True)
             text = TOSCATranslator(tosca, params, deploy=False).translate()
     except Exception as exc:  # tosca-parser's ValidationError lists every error; keep its first lines
         message = " ".join(str(exc).split())

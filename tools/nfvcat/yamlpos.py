@@ -7,7 +7,7 @@ refuses inputs that would exhaust memory or time: files over a size limit, alias
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml
 
@@ -16,6 +16,21 @@ MAX_EXPANDED_NODES = 500_000
 MAX_DEPTH = 200
 
 Path = tuple[Any, ...]
+
+
+class _Ids(NamedTuple):
+    invalid_yaml: str
+    too_deep: str
+    too_large: str
+
+
+def _ids() -> _Ids:
+    """The ids of the rules this module's errors are (imported late: the rules package reads YAML too)."""
+    from nfvcat.rules.parsing.e0001_invalid_yaml import InvalidYaml
+    from nfvcat.rules.parsing.e0003_too_deep import TooComplex
+    from nfvcat.rules.parsing.e0004_too_large import TooLarge
+
+    return _Ids(InvalidYaml.id, TooComplex.id, TooLarge.id)
 
 
 class DocumentError(Exception):
@@ -63,7 +78,7 @@ def _mark(node: yaml.Node) -> tuple[int, int]:
 
 def _expanded_size(node: yaml.Node, memo: dict[int, int], depth: int = 0) -> int:
     if depth > MAX_DEPTH:
-        raise DocumentError("E0003", f"YAML nesting deeper than {MAX_DEPTH} levels", *_mark(node))
+        raise DocumentError(_ids().too_deep, f"YAML nesting deeper than {MAX_DEPTH} levels", *_mark(node))
     key = id(node)
     if key in memo:
         return memo[key]
@@ -78,7 +93,7 @@ def _expanded_size(node: yaml.Node, memo: dict[int, int], depth: int = 0) -> int
     memo[key] = size
     if size > MAX_EXPANDED_NODES:
         raise DocumentError(
-            "E0003", f"YAML expands to more than {MAX_EXPANDED_NODES} nodes (alias bomb?)", *_mark(node)
+            _ids().too_deep, f"YAML expands to more than {MAX_EXPANDED_NODES} nodes (alias bomb?)", *_mark(node)
         )
     return size
 
@@ -107,7 +122,7 @@ def _record(node: yaml.Node, path: Path, pos: Positions, seen: set[int]) -> None
 def load(text: str) -> tuple[Any, Positions]:
     """Parse one YAML (or JSON) document; return the data and the positions of its keys."""
     if len(text.encode("utf-8", "surrogatepass")) > MAX_BYTES:
-        raise DocumentError("E0004", f"file larger than {MAX_BYTES // (1024 * 1024)} MiB")
+        raise DocumentError(_ids().too_large, f"file larger than {MAX_BYTES // (1024 * 1024)} MiB")
     try:
         loader = _Loader(text)
         try:
@@ -127,9 +142,28 @@ def load(text: str) -> tuple[Any, Positions]:
         mark = exc.problem_mark or exc.context_mark
         line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
         problem = " ".join(str(p) for p in (exc.context, exc.problem) if p)
-        raise DocumentError("E0001", f"invalid YAML: {problem}", line, col) from None
+        raise DocumentError(_ids().invalid_yaml, f"invalid YAML: {problem}", line, col) from None
     except RecursionError:
-        raise DocumentError("E0003", "YAML nesting too deep") from None
+        raise DocumentError(_ids().too_deep, "YAML nesting too deep") from None
     except (yaml.YAMLError, ValueError, TypeError) as exc:
-        raise DocumentError("E0001", f"invalid YAML: {exc}".splitlines()[0]) from None
+        raise DocumentError(_ids().invalid_yaml, f"invalid YAML: {exc}".splitlines()[0]) from None
     return data, pos
+
+
+def read_file(path: Any, shown: str | None = None, what: str = "") -> tuple[Any, Positions]:
+    """A YAML file of nfvcat's own (an entry, a flavor, a site profile, a project file, a test description,
+    an inventory, a placement request; ``what`` names it in messages): its data and key positions, or a
+    one-line UserError naming ``path:line:col`` (exit 1)."""
+    from nfvcat.errors import UserError
+
+    name = shown or str(path)
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read(MAX_BYTES + 1)
+    except (OSError, UnicodeDecodeError) as exc:
+        why = getattr(exc, "strerror", None) or exc
+        raise UserError(f"{name}: cannot read{' ' + what if what else ''}: {why}") from None
+    try:
+        return load(text)
+    except DocumentError as exc:
+        raise UserError(f"{name}:{exc.line}:{exc.column}: {exc.message}") from None

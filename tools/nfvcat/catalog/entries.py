@@ -83,14 +83,9 @@ class Entry:
 def load(entry_dir: Path) -> Entry:
     """The entry in ``entry_dir``, its entry.yaml checked against the schema."""
     path = entry_dir / ENTRY_FILE
-    try:
-        data, positions = yamlpos.load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise UserError(f"{entry_dir}: no {ENTRY_FILE} (not a catalog entry)") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UserError(f"{path}: cannot read: {exc}") from None
-    except yamlpos.DocumentError as exc:
-        raise UserError(f"{path}:{exc.line}:{exc.column}: {exc.message}") from None
+    if not path.is_file():
+        raise UserError(f"{entry_dir}: no {ENTRY_FILE} (not a catalog entry)")
+    data, positions = yamlpos.read_file(path)
     errors = sorted(entry_validator().iter_errors(data), key=lambda e: list(map(str, e.absolute_path)))
     if errors:
         line, col = positions.locate(tuple(errors[0].absolute_path))

@@ -53,12 +53,7 @@ def pci_aliases(data: Any) -> list[str] | None:
 
 def load_file(path: Path) -> CatalogFlavor:
     """One flavor file (``flavors/<entry>/flavor.yaml``, or any file of that form)."""
-    try:
-        data, _ = yamlpos.load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise UserError(f"{path}: no such flavor file") from None
-    except (OSError, UnicodeDecodeError, yamlpos.DocumentError) as exc:
-        raise UserError(f"{path}: {getattr(exc, 'message', exc)} (run nfvcat validate)") from None
+    data, _ = yamlpos.read_file(path, what="flavor")
     if not isinstance(data, dict):
         raise UserError(f"{path}: a flavor is a mapping with vcpus, ram and extra_specs")
     return CatalogFlavor(path.parent.name, path, data)

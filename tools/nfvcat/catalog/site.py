@@ -1,5 +1,8 @@
 """The site profile (``templates/site-profile.yaml``, or ``--site FILE``): which physnet is SR-IOV, which
-OVS-DPDK and which plain OVS, with their VLAN ranges, as Neutron's ML2 would say."""
+OVS-DPDK and which plain OVS, with their VLAN ranges, as Neutron's ML2 would say; the [pci] aliases the
+catalog's flavors name; the kinds of compute host (an inventory's roles) with the virtual switch each runs;
+and, optionally, the memory page sizes the site's compute hosts offer (``page_sizes: [4K, 2M, 1G]``, x86_64's
+by default)."""
 
 from __future__ import annotations
 
@@ -11,16 +14,32 @@ from nfvcat import yamlpos
 from nfvcat.catalog import SITE_PROFILE
 from nfvcat.errors import UserError
 
+# The page sizes an x86_64 host offers (base pages, 2 MiB and 1 GiB huge pages), in KiB.
+X86_64_PAGE_SIZES_KB = (4, 2048, 1048576)
+
 
 @dataclass
 class SiteProfile:
     path: str = ""
     physnets: dict[str, dict[str, Any]] = field(default_factory=dict)
     data: dict[str, Any] = field(default_factory=dict)  # the whole file, for keys other parts read
+    page_sizes_kb: tuple[int, ...] = X86_64_PAGE_SIZES_KB
 
     def physnet_type(self, name: Any) -> str | None:
         entry = self.physnets.get(name) if isinstance(name, str) else None
         return entry.get("type") if isinstance(entry, dict) else None
+
+    def pci_aliases(self) -> list[dict[str, Any]]:
+        """The site's Nova [pci] alias entries (objects, as nova.conf's JSON): the catalog flavors name them."""
+        pci = self.data.get("pci")
+        aliases = pci.get("alias") if isinstance(pci, dict) else None
+        return [dict(a) for a in aliases or [] if isinstance(a, dict)]
+
+    def vswitch(self, role: str) -> str:
+        """The virtual switch of a kind of host (an inventory role): ``ovs-dpdk`` or ``ovs`` (the default)."""
+        kinds = self.data.get("host_kinds")
+        kind = kinds.get(role) if isinstance(kinds, dict) else None
+        return str(kind.get("vswitch") or "ovs") if isinstance(kind, dict) else "ovs"
 
     def vlan_ranges(self, name: Any) -> list[str]:
         entry = self.physnets.get(name) if isinstance(name, str) else None
@@ -34,14 +53,25 @@ def load(path: Path | None, explicit: bool = False) -> SiteProfile:
         if explicit:
             raise UserError(f"site profile {path}: no such file")
         return SiteProfile()
-    try:
-        data, _ = yamlpos.load(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yamlpos.DocumentError) as exc:
-        raise UserError(f"site profile {path}: {getattr(exc, 'message', exc)}") from None
+    data, _ = yamlpos.read_file(path, what="site profile")
     physnets = data.get("physnets") if isinstance(data, dict) else None
     if not isinstance(physnets, dict):
         raise UserError(f"site profile {path}: no 'physnets' mapping")
-    return SiteProfile(str(path), physnets, data)
+    return SiteProfile(str(path), physnets, data, _page_sizes(path, data.get("page_sizes")))
+
+
+def _page_sizes(path: Path, value: Any) -> tuple[int, ...]:
+    """``page_sizes`` in KiB, read as a host inventory's page sizes are (``4K``, ``2M``, ``1G``)."""
+    from nfvcat.plan.inventory import page_size_kb
+
+    if value is None:
+        return X86_64_PAGE_SIZES_KB
+    try:
+        if not isinstance(value, list) or not value:
+            raise ValueError("must be a list of sizes such as [4K, 2M, 1G]")
+        return tuple(sorted({page_size_kb(v) for v in value}))
+    except ValueError as exc:
+        raise UserError(f"site profile {path}: page_sizes: {exc}") from None
 
 
 def of_catalog(root: Path | None, override: str | None = None) -> SiteProfile:

@@ -1,4 +1,5 @@
-"""``nfvcat check CHAIN``: bound ports, NUMA placement, pinning, page size and VF affinity of a deployed chain."""
+"""``nfvcat check CHAIN``: bound ports, NUMA placement, pinning, page size, PCI devices and VF affinity of a
+deployed chain (see nfvcat.cloud.placement_check)."""
 
 from __future__ import annotations
 
@@ -16,17 +17,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     options.add_cloud(p)
     options.add_format(p)
     options.add_inventory(p)
+    options.add_host_access(p)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from nfvcat.cloud.connect import cloud_errors, connect
+    from nfvcat.cloud.hostaccess import open_access
     from nfvcat.cloud.placement_check import check_stack, load_inventory, passed, report
 
     inv = load_inventory(args.inventory)
+    access = open_access(args.host_access)
     conn = connect(args.os_cloud)
     stack = args.stack or args.chain
     with cloud_errors(f"check {stack}"):
-        verdicts = check_stack(conn, stack, inv)
+        verdicts = check_stack(conn, stack, inv, access)
     print(report(verdicts, stack, args.format))
     return EXIT_OK if passed(verdicts) else EXIT_FINDINGS

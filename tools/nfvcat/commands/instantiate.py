@@ -31,6 +31,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     options.add_cloud(p)
     options.add_format(p)
     options.add_inventory(p)
+    options.add_host_access(p)
     p.set_defaults(func=run)
 
 
@@ -38,6 +39,7 @@ def run(args: argparse.Namespace) -> int:
     from nfvcat import catalog
     from nfvcat.catalog import entries
     from nfvcat.cloud.connect import cloud_errors, connect
+    from nfvcat.cloud.hostaccess import open_access
     from nfvcat.cloud.placement_check import check_stack, load_inventory, passed, report
     from nfvcat.cloud.stacks import Stacks, bundle, converge, stack_parameters
 
@@ -45,6 +47,7 @@ def run(args: argparse.Namespace) -> int:
     b = bundle(entry.template, entry.environments(args.environment))
     params = stack_parameters(b.template, dict(args.parameter), args.day0, args.secrets)
     inv = load_inventory(args.inventory)
+    access = open_access(args.host_access)
     name = args.stack or entry.name
     conn = connect(args.os_cloud)
 
@@ -57,6 +60,6 @@ def run(args: argparse.Namespace) -> int:
         say(f"{name}: stack {sid} complete")
         if args.no_check:
             return EXIT_OK
-        verdicts = check_stack(conn, name, inv)
+        verdicts = check_stack(conn, name, inv, access)
     print(report(verdicts, name, args.format))
     return EXIT_OK if passed(verdicts) else EXIT_FINDINGS

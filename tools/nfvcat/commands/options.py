@@ -1,5 +1,5 @@
 """The options several commands share, each defined once: ``-P``, ``-e``, ``--format``, ``--os-cloud``,
-``--inventory``. Only command modules use this; values are handed to the library as plain data."""
+``--inventory``, ``--host-access``. Only command modules use this; values are handed to the library as plain data."""
 
 from __future__ import annotations
 
@@ -56,4 +56,12 @@ def add_cloud(p: argparse.ArgumentParser) -> None:
 def add_inventory(p: argparse.ArgumentParser) -> None:
     p.add_argument("--inventory", default=os.environ.get("NFVCAT_INVENTORY"),
                    help="host inventory (format of nfvcat plan) with each host's CPU sets and PF-to-NUMA map "
-                        "(default: $NFVCAT_INVENTORY, else the dev cloud's)")
+                        "(default: $NFVCAT_INVENTORY, else the one `nfvcat devcloud up` was given)")
+
+
+def add_host_access(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--host-access", metavar="devcloud|DIR", default=None,
+                   help="read what no API shows (emulator-thread pCPUs, Nova's VF of a Neutron port): 'devcloud' "
+                        "(the dev cloud's recorded state) or a directory of libvirt domain XML "
+                        "(virsh dumpxml, one <instance uuid>.xml per server); without it those verdicts are "
+                        "'needs host access'")

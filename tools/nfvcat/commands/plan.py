@@ -21,6 +21,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--port", action="append", default=[], metavar="VNIC[:PHYSNET]",
                    help="a port of the --flavor VNF, e.g. direct:sriov1 (repeatable)")
     p.add_argument("--inventory", help="host inventory (default: the reference inventory)")
+    p.add_argument("--nova-conf", metavar="FILE",
+                   help="the cloud's nova.conf: its [filter_scheduler] enabled_filters and [pci] alias replace the "
+                        "inventory's (e.g. .devcloud/etc/nova/nova.conf)")
     p.add_argument("--flavors", action="append", metavar="DIR", help="catalog flavors directory")
     options.add_environments(p, "Heat environment file whose parameters the HOT template gets (repeatable)")
     options.add_parameters(p, "HOT parameter value (repeatable)")
@@ -90,6 +93,12 @@ def run(args: argparse.Namespace) -> int:
     from nfvcat.plan import inventory
 
     inv = inventory.load(args.inventory)
+    if args.nova_conf:
+        from nfvcat.plan import novaconf
+
+        filters, aliases = novaconf.read(args.nova_conf)
+        inv.enabled_filters = filters if filters is not None else inv.enabled_filters
+        inv.pci_alias = aliases if aliases is not None else inv.pci_alias
     chain = _chain(args)
     from nfvcat.plan import capacity, output
     from nfvcat.plan.planner import Planner
@@ -98,7 +107,8 @@ def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     planner = Planner(inv, args.strategy)
     meta: dict[str, Any] = {"inventory": inv.path, "hosts": len(inv.hosts), "source": chain.source,
-                            "strategy": args.strategy, "host_choice": DESCRIPTION[args.strategy]}
+                            "strategy": args.strategy, "host_choice": DESCRIPTION[args.strategy],
+                            "enabled_filters": list(inv.enabled_filters)}
     if args.capacity:
         if args.max_copies < 1:
             raise UserError("--max-copies must be at least 1")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from nfvcat import project
 from nfvcat.commands import options
 from nfvcat.errors import EXIT_ENGINE, EXIT_FINDINGS, EXIT_OK, UserError
 from nfvcat.validation import client
@@ -32,6 +33,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="run the engines in this process's own workers, not in the engine server that the "
                         "first validate starts (also NFVCAT_NO_SERVER=1)")
     p.add_argument("--timings", action="store_true", help="print where the time went (stderr)")
+    p.add_argument("--skip-unknown", action="store_true",
+                   help="the paths are a list (a pre-commit hook's): skip files that are none of nfvcat's kinds")
+    p.add_argument("--show-suppressed", action="store_true",
+                   help="list the findings suppressed by templates, comments and .nfvcat.yaml")
     p.add_argument("--require-signed", action="store_true",
                    help="a VNF package without a signed manifest is an error (E4006)")
     p.add_argument("--trust-ca", metavar="FILE",
@@ -53,8 +58,10 @@ def run(args: argparse.Namespace) -> int:
                 pass
         except OSError as exc:
             raise UserError(f"environment file {env}: {exc.strerror}") from None
-    options = Options(environments=args.environment, parameters=dict(args.parameter), site=args.site,
-                      use_cache=not args.no_cache, require_signed=args.require_signed, trust_ca=args.trust_ca)
+    proj = project.load()
+    options = Options(environments=args.environment, parameters=dict(args.parameter), site=args.site or proj.site,
+                      use_cache=not args.no_cache, project=proj, skip_unknown=args.skip_unknown,
+                      require_signed=args.require_signed, trust_ca=args.trust_ca)
     report = None
     if not (args.no_server or client.disabled()):
         report = client.validate(args.paths, options)
@@ -63,16 +70,17 @@ def run(args: argparse.Namespace) -> int:
 
         report = validate_paths(args.paths, options)
     if args.format == "json":
-        print(output.as_json(report.findings))
+        print(output.as_json(report.findings, report.files, report.skipped, report.excluded, report.suppressed))
     elif args.format == "sarif":
         from nfvcat.rules import all_rules
 
-        print(output.sarif(report.findings, all_rules()))
+        print(output.sarif(report.findings, all_rules(), report.suppressed))
     else:
-        print(output.text(report.findings, report.files))
+        print(output.text(report.findings, report.files, len(report.skipped), len(report.excluded),
+                          report.suppressed, args.show_suppressed))
     if args.timings:
         print(timings_text(report), file=sys.stderr)
-    return exit_code(report, args.strict)
+    return exit_code(report, args.strict or proj.strict)
 
 
 def timings_text(report: Report) -> str:

@@ -10,6 +10,8 @@ unit runcmd enables) from the rendered cloud-config. Nothing of the VNF configur
 from __future__ import annotations
 
 import ipaddress
+import json
+import re
 import threading
 import time
 from dataclasses import dataclass, field
@@ -27,9 +29,12 @@ GWA_WAN, GWB_WAN = "172.31.0.1", "172.31.0.2"
 GWB_LAN, SITE_B_HOST = "10.20.1.1", "10.20.1.2"
 
 
-def vrouter_parameters() -> dict[str, str]:
+def vrouter_parameters(acl: dict[str, list[str]] | None = None) -> dict[str, str]:
+    """The vRouter's parameters in the chain; ``acl`` gives ACL parameters (acl_left_l2, acl_right_l2,
+    acl_forward: lists of rules) instead of the template's defaults."""
     return {"mgmt_port.fixed_ips.0.ip_address": "192.168.150.1", "left_fixed_ip": VR_LEFT,
-            "right_fixed_ip": VR_RIGHT, "static_routes": f"10.20.0.0/16 {GWA_LAN}"}
+            "right_fixed_ip": VR_RIGHT, "static_routes": f"10.20.0.0/16 {GWA_LAN}",
+            **{name: json.dumps(rules) for name, rules in (acl or {}).items()}}
 
 
 def gateway_parameters(side: str, udp_encap: bool) -> dict[str, str]:
@@ -105,15 +110,17 @@ def _run_services(chain: Chain, who: str) -> None:
 
 
 def build(lab: Lab, workdir: Path, kernel_esp: bool | None = None, charon_extra: str = "",
-          responder_delay: float | None = None, tunnel_timeout: float | None = 30) -> Chain:
+          responder_delay: float | None = None, tunnel_timeout: float | None = 30,
+          vnf_parameters: dict[str, str] | None = None) -> Chain:
     """Namespaces, links, rendered day-0 applied, charon per gateway; returns when the tunnel is up.
     With ``responder_delay`` the initiator gateway is set up first and the responder that many seconds later
-    (a peer that boots late); with ``tunnel_timeout=None`` it returns without waiting for the tunnel."""
+    (a peer that boots late); with ``tunnel_timeout=None`` it returns without waiting for the tunnel.
+    ``vnf_parameters`` are added to the vRouter's day-0 parameters (e.g. empty ACL lists)."""
     if kernel_esp is None:
         kernel_esp = kernel_esp_available()
     chain = Chain(lab, workdir, kernel_esp)
     t0 = time.monotonic()
-    chain.day0["vr"] = render("vnf-vrouter", parameters=vrouter_parameters())
+    chain.day0["vr"] = render("vnf-vrouter", parameters={**vrouter_parameters(), **(vnf_parameters or {})})
     chain.day0["ga"] = render("vnf-ipsec-gw", parameters=gateway_parameters("a", udp_encap=not kernel_esp))
     chain.day0["gb"] = render("vnf-ipsec-gw", parameters=gateway_parameters("b", udp_encap=not kernel_esp))
     chain.timings["render"] = time.monotonic() - t0
@@ -169,6 +176,16 @@ def build(lab: Lab, workdir: Path, kernel_esp: bool | None = None, charon_extra:
     return chain
 
 
+def reconfigure_vrouter(chain: Chain, acl: dict[str, list[str]] | None = None) -> Day0:
+    """Render the vRouter again with other ACL parameters (same ports and MAC addresses), write its files
+    and run its setup service again, as a redeployment with the new parameters would."""
+    macs = {f"{p.name}.mac_address": p.mac for p in chain.day0["vr"].ports}
+    chain.day0["vr"] = render("vnf-vrouter", parameters={**vrouter_parameters(acl), **macs})
+    write_cloud_files(chain.day0["vr"].cloud_config(), chain.vnfs["vr"].root)
+    _run_services(chain, "vr")
+    return chain.day0["vr"]
+
+
 def sas(chain: Chain, who: str) -> str:
     return str(chain.vnf_sh(who, "swanctl --list-sas --raw").stdout)
 
@@ -181,3 +198,126 @@ def wait_tunnel(chain: Chain, timeout: float) -> None:
         time.sleep(0.1)
     log = (chain.vnfs["ga"].root / ".charon.log").read_text(errors="replace")[-2000:]
     raise RuntimeError(f"IPsec tunnel not up after {timeout} s; gateway A's charon log:\n{log}")
+
+
+# --- a line of routers: the 1-VNF and 2-VNF vRouter chains (and the plain kernel forwarder they compare to) ---
+#
+#     source -- vRouter 1 -- ... -- vRouter N -- sink        segment k (1..N+1) is 10.30.k.0/24
+#
+LINE_NET = "10.30"
+
+
+def line_address(segment: int, host: int) -> str:
+    return f"{LINE_NET}.{segment}.{host}"
+
+
+def line_vrouter_parameters(index: int, length: int, extra: dict[str, str] | None = None) -> dict[str, str]:
+    """Day-0 parameters of vRouter ``index`` (1-based) of ``length``: its addresses and static routes."""
+    routes = []
+    if index < length:
+        routes.append(f"{line_address(length + 1, 0)}/24 {line_address(index + 1, 2)}")
+    if index > 1:
+        routes.append(f"{line_address(1, 0)}/24 {line_address(index, 1)}")
+    params = {"name": f"vrouter-{index}", "mgmt_port.fixed_ips.0.ip_address": f"192.168.150.{10 + index}",
+              "left_fixed_ip": line_address(index, 2), "right_fixed_ip": line_address(index + 1, 1),
+              "static_routes": ",".join(routes)}
+    params.update(extra or {})
+    return params
+
+
+@dataclass
+class Line:
+    """``source`` and ``sink`` namespaces with ``length`` routers between them (VNF names ``vr1``..)."""
+
+    chain: Chain
+    length: int
+    plain: bool  # kernel forwarding only, no VNF day-0
+
+    @property
+    def source_ip(self) -> str:
+        return line_address(1, 1)
+
+    @property
+    def sink_ip(self) -> str:
+        return line_address(self.length + 1, 2)
+
+    @property
+    def first_hop_mac(self) -> str:
+        """The MAC address frames from the source are sent to (the first router's left port)."""
+        out = self.chain.sh("r1", "cat /sys/class/net/left/address").stdout.strip()
+        return str(out)
+
+    @property
+    def routers(self) -> list[str]:
+        return [f"r{i}" for i in range(1, self.length + 1)]
+
+
+def build_line(lab: Lab, workdir: Path, length: int, vnf_parameters: dict[str, str] | None = None,
+               plain: bool = False, vnf: str = "vnf-vrouter", rendered: dict[str, Day0] | None = None) -> Line:
+    """``length`` vRouters in series, each from its own rendered day-0 data (``vnf_parameters`` added to
+    every one's, e.g. empty ACL lists; or ``rendered`` already, by ``r1``..); with ``plain`` namespaces that
+    only forward (the baseline)."""
+    if length < 1:
+        raise ValueError("a line needs at least one router")
+    chain = Chain(lab, workdir, kernel_esp=False)
+    t0 = time.monotonic()
+    if not plain:
+        for i in range(1, length + 1):
+            chain.day0[f"r{i}"] = (rendered or {}).get(f"r{i}") or render(
+                vnf, parameters=line_vrouter_parameters(i, length, vnf_parameters))
+    chain.timings["render"] = time.monotonic() - t0
+    for who in ("src", *[f"r{i}" for i in range(1, length + 1)], "dst"):
+        chain.ns[who] = lab.ns(who)
+    names = ["src", *[f"r{i}" for i in range(1, length + 1)], "dst"]
+    for k in range(len(names) - 1):
+        left, right = names[k], names[k + 1]
+        mac1 = _port(chain.day0[left], "right_port").mac if left in chain.day0 else None
+        mac2 = _port(chain.day0[right], "left_port").mac if right in chain.day0 else None
+        lab.link(chain.ns[left], "eth0" if left == "src" else "right", chain.ns[right],
+                 "eth0" if right == "dst" else "left", mac1, mac2)
+    line = Line(chain, length, plain)
+    chain.sh("src", f"ip addr add {line.source_ip}/24 dev eth0 && ip route add default via {line_address(1, 2)}")
+    chain.sh("dst", f"ip addr add {line.sink_ip}/24 dev eth0 && "
+                    f"ip route add default via {line_address(length + 1, 1)}")
+    t1 = time.monotonic()
+    for i in range(1, length + 1):
+        who = f"r{i}"
+        if plain:
+            params = line_vrouter_parameters(i, length)
+            routes = " && ".join(f"ip route add {r.split()[0]} via {r.split()[1]}"
+                                 for r in params["static_routes"].split(",") if r)
+            chain.sh(who, f"sysctl -q -w net.ipv4.ip_forward=1 && "
+                          f"ip addr add {params['left_fixed_ip']}/24 dev left && "
+                          f"ip addr add {params['right_fixed_ip']}/24 dev right" + (f" && {routes}" if routes else ""))
+        else:
+            chain.vnfs[who] = Vnf(chain.ns[who], workdir / who)
+            _install(chain, who)
+            _run_services(chain, who)
+            chain.ifname.update({(who, "left"): "left", (who, "right"): "right"})
+    chain.timings["vrouter setup"] = time.monotonic() - t1
+    return line
+
+
+def rendered_acl_rules(path: Path) -> list[tuple[str, str]]:
+    """(ACL chain, rule) in order, from the rules file the vRouter's day-0 produced (/etc/vrouter/acl.rules:
+    ``[CHAIN]`` lines, then that chain's rules; the input of vrouter-acl). A rule's id in the kernel (the
+    comment of its map elements or rule) is ``CHAIN#INDEX``, INDEX counted per chain."""
+    rules: list[tuple[str, str]] = []
+    current = None
+    for raw in path.read_text().splitlines():
+        line = raw.strip()
+        if m := re.fullmatch(r"\[(\S+)\]", line):
+            current = m.group(1)
+        elif current and line and not line.startswith("#"):
+            rules.append((current, line))
+    return rules
+
+
+def acl_rule_ids(rules: list[tuple[str, str]]) -> list[str]:
+    """``CHAIN#INDEX`` of each rule of ``rendered_acl_rules``, as vrouter-acl names them in the kernel."""
+    seen: dict[str, int] = {}
+    ids = []
+    for chain, _ in rules:
+        ids.append(f"{chain}#{seen.get(chain, 0)}")
+        seen[chain] = seen.get(chain, 0) + 1
+    return ids

@@ -224,14 +224,34 @@ def start_charon(lab: Lab, vnf: Vnf, kernel_esp: bool, extra: str = "") -> subpr
     return proc
 
 
-def nft_counters(lab: Lab, ns: str, family: str, table: str) -> dict[str, list[tuple[str, int]]]:
-    """Per chain, (rule text without counter, packets) in order, from ``nft -j``."""
-    data = json.loads(lab.sh(ns, f"nft -j list table {family} {table}").stdout)
-    out: dict[str, list[tuple[str, int]]] = {}
-    for item in data.get("nftables", []):
-        rule = item.get("rule")
-        if not rule:
-            continue
-        packets = next((e["counter"]["packets"] for e in rule["expr"] if isinstance(e, dict) and "counter" in e), -1)
-        out.setdefault(rule["chain"], []).append((json.dumps(rule["expr"]), int(packets)))
+def acl_counters(lab: Lab, ns: str, tables: Sequence[tuple[str, str]]) -> dict[str, int]:
+    """Packets per ACL rule id (the first word of a comment, e.g. ``acl_forward#3``), summed over the
+    map elements and rules that carry it, from ``nft -j`` of ``tables`` ((family, name) pairs).
+    An element or rule with a comment but without a counter counts -1, so a test sees the missing counter."""
+    out: dict[str, int] = {}
+
+    def add(comment: str | None, counter: dict[str, Any] | None) -> None:
+        if not comment:
+            return
+        rid = comment.split()[0]
+        packets = int(counter["packets"]) if counter else -1
+        out[rid] = -1 if packets < 0 or out.get(rid, 0) < 0 else out.get(rid, 0) + packets
+
+    for family, table in tables:
+        data = json.loads(lab.sh(ns, f"nft -j list table {family} {table}").stdout)
+        for item in data.get("nftables", []):
+            if rule := item.get("rule"):
+                counter = next((e["counter"] for e in rule["expr"] if isinstance(e, dict) and "counter" in e), None)
+                add(rule.get("comment"), counter)
+            for kind in ("map", "set"):
+                for elem in (item.get(kind) or {}).get("elem", []):
+                    key = elem[0] if kind == "map" else elem
+                    if isinstance(key, dict) and "elem" in key:
+                        add(key["elem"].get("comment"), key["elem"].get("counter"))
     return out
+
+
+def nft_rules(lab: Lab, ns: str, family: str, table: str) -> list[dict[str, Any]]:
+    """The rules of a table as ``nft -j`` gives them (chain, expr, comment, ...), in order."""
+    data = json.loads(lab.sh(ns, f"nft -j list table {family} {table}").stdout)
+    return [item["rule"] for item in data.get("nftables", []) if "rule" in item]

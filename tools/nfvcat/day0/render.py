@@ -96,12 +96,12 @@ def find_template(vnf: str) -> Path:
     if p.is_file():
         return p
     root = catalog.require_root()
-    try:
-        return entries.find(root, vnf, "heat").template
-    except UserError:
-        if p.is_dir() or vnf.startswith("vnf-"):
-            raise
-        return entries.find(root, f"vnf-{vnf}", "heat").template
+    known = entries.entries(root, "heat")
+    for name in (vnf, f"vnf-{vnf}"):
+        for entry in known:
+            if name in (entry.name, entry.dir.name) or (p.is_dir() and p.resolve() == entry.dir):
+                return entry.template
+    raise UserError(f"no catalog VNF or template {vnf!r} (known: {', '.join(e.name for e in known)})")
 
 
 def generated_mac(seed: str) -> str:
@@ -179,7 +179,7 @@ def render(vnf: str, environments: list[str] | None = None, parameters: dict[str
         if unset:  # parameters day 0 does not depend on (networks, say): any valid value
             from nfvcat.engines.heat import placeholder
 
-            env_params.update({n: placeholder(s) for n, s in unset.items()})
+            env_params.update({n: placeholder(n, s, tpl, tmpl.env.get_class) for n, s in unset.items()})
             tmpl = template.Template(tpl, files=files, env=environment.Environment(env))
             stk = stack.Stack(_heat_state(), "nfvcat-day0", tmpl)
         stk.parameters.validate(validate_value=True)

@@ -13,7 +13,7 @@ from typing import Any
 import yaml
 
 from nfvcat.devcloud import configs, services
-from nfvcat.devcloud.configs import BRIDGES
+from nfvcat.devcloud.computes import Compute
 from nfvcat.devcloud.state import CLOUD_NAME, DATABASES, HOST, PORTS, REGION, SERVICE_USERS, State, url
 from nfvcat.errors import EXIT_ENGINE, UserError
 
@@ -71,20 +71,36 @@ def databases(state: State) -> None:
            "creating databases")
 
 
-def vsctl(state: State, *args: str) -> str:
-    return _check(["ovs-vsctl", f"--db=unix:{state.run / 'ovs' / 'db.sock'}", "--timeout=30", *args],
+def vsctl(state: State, *args: str, run: Path | None = None) -> str:
+    run = run or state.run / "ovs"
+    return _check(["ovs-vsctl", f"--db=unix:{run / 'db.sock'}", "--timeout=30", *args],
                   f"ovs-vsctl {' '.join(args[:3])}", services.ovs_env(state))
 
 
-def ovs(state: State, dpdk: bool) -> None:
+def ovs_dpdk(state: State) -> None:
+    """DPDK settings of the main switch (before ovs-vswitchd starts)."""
     from nfvcat.devcloud import host
 
-    if dpdk:
-        vsctl(state, "--no-wait", "set", "Open_vSwitch", ".", "other_config:dpdk-init=true",
-              f'other_config:dpdk-extra="--no-pci --huge-dir {host.hugepage_dir(state)}"',
-              "other_config:dpdk-socket-mem=256")
-    for bridge in BRIDGES.values():
-        vsctl(state, "--may-exist", "add-br", bridge, "--", "set", "bridge", bridge, "datapath_type=netdev")
+    vsctl(state, "--no-wait", "set", "Open_vSwitch", ".", "other_config:dpdk-init=true",
+          f'other_config:dpdk-extra="--no-pci --huge-dir {host.hugepage_dir(state)}"',
+          "other_config:dpdk-socket-mem=256")
+
+
+def bridges(state: State, computes: list[Compute]) -> None:
+    """Each compute's physnet bridges, on its own switch (netdev datapath)."""
+    for c in computes:
+        for bridge in c.bridges().values():
+            vsctl(state, "--may-exist", "add-br", bridge, "--", "set", "bridge", bridge, "datapath_type=netdev",
+                  run=c.ovs_run(state))
+
+
+def ovs_databases(computes: list[Compute], state: State) -> None:
+    for c in computes:
+        db = c.ovs_db(state)
+        c.ovs_run(state).mkdir(parents=True, exist_ok=True)
+        if not db.exists():
+            db.parent.mkdir(parents=True, exist_ok=True)
+            _check(["ovsdb-tool", "create", str(db), "/usr/share/openvswitch/vswitch.ovsschema"], "ovsdb-tool create")
 
 
 def db_syncs(state: State) -> dict[str, list[tuple[list[str], str]]]:
@@ -190,45 +206,76 @@ def remove_clouds_yaml() -> None:
         path.write_text(yaml.safe_dump(data, sort_keys=False))
 
 
-def wait_compute(state: State, host_name: str, say: Callable[[str], None], timeout: float = 240) -> None:
-    """Until the compute service is up, its node is in a cell with PCPU inventory and both agents are alive."""
+def wait_computes(state: State, computes: list[Compute], say: Callable[[str], None], timeout: float = 300) -> None:
+    """Until every compute service is up, its node is in a cell with PCPU inventory and its two agents are
+    alive."""
     import openstack
+
+    from nfvcat.devcloud import procs
 
     conn = openstack.connect(auth=admin_auth(state), region_name=REGION, identity_api_version="3")
     deadline = time.monotonic() + timeout
-    waiting: dict[str, bool] = {"nova-compute": False, "hypervisor": False, "PCPU inventory": False,
-                                "Open vSwitch agent": False, "NIC Switch agent": False}
-    from nfvcat.devcloud import procs
-
+    waiting = {(c.name, what): False for c in computes for what in
+               ("nova-compute", "hypervisor", "PCPU inventory", "Open vSwitch agent", "NIC Switch agent")}
+    names = {c.name for c in computes}
     while time.monotonic() < deadline:
-        for name in ("nova-compute", "neutron-openvswitch-agent", "neutron-sriov-nic-agent"):
-            if not procs.pid_of(state, name):
-                log = state.log / f"{name}.log"
-                raise UserError(f"devcloud: {name} exited; last lines of {log}:\n{procs.tail(log)}", EXIT_ENGINE)
+        for c in computes:
+            for binary in ("nova-compute", "neutron-openvswitch-agent", "neutron-sriov-nic-agent"):
+                if not procs.pid_of(state, c.service(binary)):
+                    log = state.log / f"{c.service(binary)}.log"
+                    raise UserError(f"devcloud: {c.service(binary)} exited; last lines of {log}:\n{procs.tail(log)}",
+                                    EXIT_ENGINE)
         try:
-            if not waiting["nova-compute"]:
-                waiting["nova-compute"] = any(s.binary == "nova-compute" and s.state == "up" and s.host == host_name
-                                              for s in conn.compute.services())
-            if not waiting["hypervisor"]:
-                waiting["hypervisor"] = any(h.name == host_name for h in conn.compute.hypervisors())
-            if waiting["hypervisor"] and not waiting["PCPU inventory"]:
-                rps = [rp for rp in conn.placement.resource_providers() if rp.name == host_name]
-                waiting["PCPU inventory"] = bool(rps) and any(
-                    i.resource_class == "PCPU" for i in conn.placement.resource_provider_inventories(rps[0]))
-            for agent in conn.network.agents(host=host_name):
-                if agent.agent_type in waiting and agent.is_alive:
-                    waiting[agent.agent_type] = True
+            for s in conn.compute.services():
+                if s.binary == "nova-compute" and s.state == "up" and s.host in names:
+                    waiting[(s.host, "nova-compute")] = True
+            for h in conn.compute.hypervisors():
+                if h.name in names:
+                    waiting[(h.name, "hypervisor")] = True
+            for rp in conn.placement.resource_providers():
+                if rp.name in names and waiting[(rp.name, "hypervisor")] and not waiting[(rp.name, "PCPU inventory")]:
+                    waiting[(rp.name, "PCPU inventory")] = any(
+                        i.resource_class == "PCPU" for i in conn.placement.resource_provider_inventories(rp))
+            for agent in conn.network.agents():
+                if (agent.host, agent.agent_type) in waiting and agent.is_alive:
+                    waiting[(agent.host, agent.agent_type)] = True
         except Exception as exc:  # an API still warming up
             say(f"waiting: {type(exc).__name__}")
         if all(waiting.values()):
             # a host the scheduler can see: the cell mapping comes from discover_hosts (scheduler, every 5 s)
             _check([str(state.venv_bin / "nova-manage"), "--config-file", str(state.etc / "nova/nova.conf"),
                     "cell_v2", "discover_hosts"], "nova-manage cell_v2 discover_hosts")
-            say("compute host, PCPU inventory and agents ready")
+            say(f"{len(computes)} compute host(s), PCPU inventory and agents ready")
             return
         time.sleep(2)
-    missing = ", ".join(k for k, v in waiting.items() if not v)
-    log = state.log / ("nova-compute.log" if "nova" in missing or "PCPU" in missing or "hyper" in missing else
-                       "neutron-openvswitch-agent.log")
-    raise UserError(f"devcloud: not ready after {timeout:.0f} s: {missing}; last lines of {log}:\n{procs.tail(log)}",
-                    EXIT_ENGINE)
+    missing = sorted({f"{h}: {w}" for (h, w), ok in waiting.items() if not ok})
+    first = next(c for c in computes if any(not ok for (h, _), ok in waiting.items() if h == c.name))
+    log = state.log / f"{first.service('nova-compute')}.log"
+    raise UserError(f"devcloud: not ready after {timeout:.0f} s: {', '.join(missing)}; last lines of {log}:\n"
+                    f"{procs.tail(log)}", EXIT_ENGINE)
+
+
+def aggregates(state: State, computes: list[Compute]) -> None:
+    """One host aggregate per compute with the inventory's aggregate_metadata (AggregateInstanceExtraSpecsFilter
+    matches the catalog flavors' aggregate_instance_extra_specs against it). Find or create; metadata set."""
+    import openstack
+
+    conn = openstack.connect(auth=admin_auth(state), region_name=REGION, identity_api_version="3")
+    existing = {a.name: a for a in conn.compute.aggregates()}
+    for c in computes:
+        name = f"devcloud-{c.name}"
+        agg = existing.get(name) or conn.compute.create_aggregate(name=name)
+        if c.name not in (agg.hosts or []):
+            agg = conn.compute.add_host_to_aggregate(agg, c.name)
+        want = {str(k): str(v) for k, v in c.spec.aggregate_metadata.items()}
+        if any((agg.metadata or {}).get(k) != v for k, v in want.items()):
+            conn.compute.set_aggregate_metadata(agg, want)
+
+
+def quotas(state: State) -> None:
+    """No compute quota on the admin project: a dev cloud's limits are its hosts (Nova's defaults, 20 cores and
+    10 instances, would stop the catalog's 13 flavors long before the hosts are full)."""
+    import openstack
+
+    conn = openstack.connect(auth=admin_auth(state), region_name=REGION, identity_api_version="3")
+    conn.set_compute_quotas("admin", cores=-1, ram=-1, instances=-1)

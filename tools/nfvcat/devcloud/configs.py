@@ -7,13 +7,19 @@ from pathlib import Path
 from typing import Any
 
 from nfvcat.devcloud.state import HOST, PORTS, REGION, State, url
-from nfvcat.plan import hoststate, inventory
+from nfvcat.plan import inventory
 
 Ini = dict[str, dict[str, Any]]
-VLAN_RANGES = "physnet_sriov:100:199,physnet_dpdk:200:299,physnet_mgmt:300:399"
-BRIDGES = {"physnet_dpdk": "br-dpdk", "physnet_mgmt": "br-mgmt"}
-SCHEDULER_FILTERS = ("ComputeFilter,ImagePropertiesFilter,ServerGroupAntiAffinityFilter,ServerGroupAffinityFilter,"
-                     "NUMATopologyFilter,PciPassthroughFilter")
+CONTROLLER = "devcloud-controller"
+
+
+def vlan_ranges() -> str:
+    """ML2's network_vlan_ranges from the site profile's physnets."""
+    from nfvcat import catalog
+    from nfvcat.catalog import site
+
+    profile = site.of_catalog(catalog.find_root())
+    return ",".join(f"{name}:{r}" for name in sorted(profile.physnets) for r in profile.vlan_ranges(name))
 
 
 def render(ini: Ini) -> str:
@@ -100,22 +106,23 @@ def placement(state: State) -> Path:
     })
 
 
-def nova(state: State, inv_path: Path, host: inventory.HostSpec) -> Path:
+def nova(state: State, inv: inventory.Inventory) -> Path:
+    """nova.conf of the API, conductor, scheduler and (before its own compute-<host>.conf) every nova-compute.
+    PCI aliases from the site profile; the scheduler's filters from the inventory (what `nfvcat plan` models);
+    PCI devices tracked in Placement ([filter_scheduler] pci_in_placement, each compute's [pci]
+    report_in_placement)."""
+    from nfvcat import catalog
+    from nfvcat.catalog import site
+
     d = state.etc / "nova"
     d.mkdir(parents=True, exist_ok=True)
     (d / "api-paste.ini").write_text((state.venv / "etc/nova/api-paste.ini").read_text())
-    shared = sorted(c for cell in host.cells for c in cell.shared)
-    dedicated = sorted(c for cell in host.cells for c in cell.dedicated)
-    device_spec = [json.dumps(s, sort_keys=True) for s in map(hoststate._derived_device_spec, host.devices) if s]
-    alias = [json.dumps(a, sort_keys=True) for a in inventory.load(str(inv_path)).pci_alias]
+    alias = [json.dumps(a, sort_keys=True) for a in site.of_catalog(catalog.find_root()).pci_aliases()]
     ini: Ini = {
-        "DEFAULT": {**common(state, "nova"), "host": host.name, "my_ip": HOST,
+        "DEFAULT": {**common(state, "nova"), "host": CONTROLLER, "my_ip": HOST,
                     "compute_driver": "nfvcat_devcloud.InventoryDriver",
                     "instances_path": str(state.lib / "nova/instances"),
                     "osapi_compute_workers": 1, "metadata_workers": 1,
-                    "reserved_host_memory_mb": host.reserved_host_memory_mb,
-                    "cpu_allocation_ratio": host.cpu_allocation_ratio,
-                    "ram_allocation_ratio": host.ram_allocation_ratio,
                     "force_config_drive": False, "mkisofs_cmd": "genisoimage"},
         "api": {"auth_strategy": "keystone"},
         "api_database": {"connection": db(state, "nova_api")},
@@ -126,22 +133,20 @@ def nova(state: State, inv_path: Path, host: inventory.HostSpec) -> Path:
         "neutron": {**auth(state, "neutron") | {"username": "nova", "password": state.secrets()["nova"]},
                     "service_metadata_proxy": False},
         "glance": {"api_servers": url("glance"), "region_name": REGION},
-        "compute": {"cpu_shared_set": _cpus(shared), "cpu_dedicated_set": _cpus(dedicated)},
-        "pci": {"device_spec": device_spec, "alias": alias},
-        "filter_scheduler": {"enabled_filters": SCHEDULER_FILTERS, "pci_in_placement": False},
+        "pci": {"alias": alias},
+        "filter_scheduler": {"enabled_filters": ",".join(inv.enabled_filters), "pci_in_placement": True},
         "scheduler": {"discover_hosts_in_cells_interval": 5, "workers": 1},
         "conductor": {"workers": 1},
         "oslo_concurrency": {"lock_path": str(state.lib / "nova/lock")},
         "oslo_messaging_notifications": {"driver": "noop"},
         "wsgi": {"api_paste_config": str(d / "api-paste.ini")},
         "vnc": {"enabled": False},
-        "os_vif_ovs": {"ovsdb_connection": f"unix:{state.run / 'ovs' / 'db.sock'}"},
         "cinder": {"catalog_info": "volumev3::publicURL", "os_region_name": REGION},
     }
-    return _write_multi(d / "nova.conf", ini)
+    return write_multi(d / "nova.conf", ini)
 
 
-def _write_multi(path: Path, ini: Ini) -> Path:
+def write_multi(path: Path, ini: Ini) -> Path:
     """Like write, but list values of multi-valued options (pci device_spec, alias) repeat the key."""
     path.parent.mkdir(parents=True, exist_ok=True)
     out = []
@@ -159,61 +164,34 @@ def _write_multi(path: Path, ini: Ini) -> Path:
     return path
 
 
-def _cpus(cpus: list[int]) -> str:
-    return ",".join(str(c) for c in cpus)
-
-
-def neutron(state: State, host: inventory.HostSpec) -> dict[str, Path]:
+def neutron(state: State) -> dict[str, Path]:
+    """The Neutron server's configuration (the agents': nfvcat.devcloud.computes)."""
     d = state.etc / "neutron"
     d.mkdir(parents=True, exist_ok=True)
     (d / "api-paste.ini").write_text((state.venv / "etc/neutron/api-paste.ini").read_text())
     helper = f"{state.venv_bin / 'privsep-helper'}"
-    agent_common = {"root_helper": "", "root_helper_daemon": ""}
     server = write(d / "neutron.conf", {
         "DEFAULT": {**common(state, "neutron"), "core_plugin": "ml2", "service_plugins": "qos",
                     "auth_strategy": "keystone", "api_paste_config": str(d / "api-paste.ini"),
                     "api_workers": 1, "rpc_workers": 1, "rpc_state_report_workers": 1,
                     "notify_nova_on_port_status_changes": True, "notify_nova_on_port_data_changes": True,
-                    "allow_overlapping_ips": True, "host": host.name},
+                    "allow_overlapping_ips": True, "host": CONTROLLER},
         "database": {"connection": db(state, "neutron")},
         "keystone_authtoken": authtoken(state, "neutron"),
         "nova": auth(state, "nova") | {"username": "neutron", "password": state.secrets()["neutron"]},
         "placement": auth(state, "placement") | {"username": "neutron", "password": state.secrets()["neutron"]},
         "oslo_concurrency": {"lock_path": str(state.lib / "neutron/lock")},
-        "agent": agent_common,
+        "agent": {"root_helper": "", "root_helper_daemon": ""},
         "privsep": {"helper_command": helper},
     })
     ml2 = write(d / "ml2_conf.ini", {
         "ml2": {"type_drivers": "flat,vlan", "tenant_network_types": "", "mechanism_drivers":
                 "openvswitch,sriovnicswitch", "extension_drivers": "port_security,qos"},
-        "ml2_type_vlan": {"network_vlan_ranges": VLAN_RANGES},
+        "ml2_type_vlan": {"network_vlan_ranges": vlan_ranges()},
         "ml2_type_flat": {"flat_networks": "*"},
         "securitygroup": {"firewall_driver": "noop", "enable_security_group": True},
     })
-    sriov_map = ",".join(f"{d.physnet}:{d.device}" for d in host.devices if d.physnet and d.device)
-    ovs_dir = state.run / "ovs"
-    agent_ini: Ini = {
-        "DEFAULT": {"host": host.name, "transport_url": transport(), "debug": False, "use_stderr": False},
-        "agent": {**agent_common, "tunnel_types": ""},
-        "securitygroup": {"firewall_driver": "noop"},
-        "oslo_concurrency": {"lock_path": str(state.lib / "neutron/lock")},
-    }
-    privsep = {f"privsep{suffix}": {"helper_command": f"{helper}"} for suffix in
-               ("", "_ovs_vsctl", "_link", "_dhcp_release", "_namespace", "_conntrack")}
-    ovs = write(d / "openvswitch_agent.ini", {
-        **agent_ini,
-        "ovs": {"bridge_mappings": ",".join(f"{p}:{b}" for p, b in BRIDGES.items()),
-                "datapath_type": "netdev", "vhostuser_socket_dir": str(state.run / "vhu"),
-                "ovsdb_connection": f"unix:{ovs_dir / 'db.sock'}", "of_listen_address": HOST,
-                "integration_bridge": "br-int"},
-        **privsep,
-    })
-    sriov = write(d / "sriov_agent.ini", {
-        **agent_ini,
-        "sriov_nic": {"physical_device_mappings": sriov_map},
-        **privsep,
-    })
-    return {"server": server, "ml2": ml2, "ovs": ovs, "sriov": sriov}
+    return {"server": server, "ml2": ml2}
 
 
 def heat(state: State) -> Path:

@@ -21,6 +21,7 @@ import uuid
 from typing import Any
 
 import os_resource_classes as orc
+import os_traits
 from nova import conf
 from nova.pci import utils as pci_utils
 from nova.virt import fake
@@ -144,6 +145,11 @@ class InventoryDriver(fake.FakeDriver):
         if self.pcpus:
             inventory_[orc.PCPU] = one(self.pcpus, 1.0, 0)
         provider_tree.update_inventory(nodename, inventory_)
+        # as the libvirt driver does: Nova turns hw:cpu_thread_policy=isolate into a forbidden HW_CPU_HYPERTHREADING
+        if any(len(s) > 1 for c in self.spec.cells for s in c.siblings):
+            provider_tree.add_traits(nodename, os_traits.HW_CPU_HYPERTHREADING)
+        else:
+            provider_tree.remove_traits(nodename, os_traits.HW_CPU_HYPERTHREADING)
 
     def spawn(self, context: Any, instance: Any, image_meta: Any, injected_files: Any, admin_password: Any,
               allocations: Any, network_info: Any = None, block_device_info: Any = None, power_on: bool = True,

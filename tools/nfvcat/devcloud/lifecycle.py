@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 from typing import Any, TextIO
 
-from nfvcat.devcloud import bootstrap, configs, host, procs, services, shim, tacker
+from nfvcat.devcloud import bootstrap, computes, configs, host, procs, services, shim, tacker
 from nfvcat.devcloud.services import Service
 from nfvcat.devcloud.state import State
 from nfvcat.errors import EXIT_ENGINE, UserError
@@ -73,8 +73,15 @@ def apis_all(state: State) -> list[Service]:
 
 
 def all_services(state: State, dpdk: bool, inv: Path) -> list[Service]:
-    return [*services.infra(state, dpdk), services.keystone(state), *apis_all(state),
-            *services.computes(state, inv)]
+    hosts = computes.site_layout(inventory_mod.load(str(inv)))
+    return [*services.infra(state, dpdk), *[s for c in hosts for s in services.switch(state, c)],
+            services.keystone(state), *apis_all(state),
+            *[s for c in hosts for s in services.compute(state, c, inv)]]
+
+
+def inventory_of(state: State) -> Path:
+    """The inventory `up` was given (a copy in the state directory), else the default one."""
+    return state.inventory if state.inventory.is_file() else DEFAULT_INVENTORY
 
 
 def _run(argv: list[str], what: str, env: dict[str, str] | None = None, timeout: float = 600) -> str:
@@ -90,10 +97,20 @@ def _run(argv: list[str], what: str, env: dict[str, str] | None = None, timeout:
 
 def up(state: State, inv_path: Path | None, out: TextIO = sys.stderr, quiet: bool = False) -> dict[str, Any]:
     progress = Progress(out, quiet)
-    inv = (inv_path or DEFAULT_INVENTORY).resolve()
-    hosts = inventory_mod.load(str(inv)).hosts
-    compute = hosts[0]
     state.ensure()
+    inv_file = (inv_path or DEFAULT_INVENTORY).resolve()
+    inv = inventory_mod.load(str(inv_file))
+    hosts = computes.site_layout(inv)
+    running = [n for n in procs.running(state) if "@" in n]
+    wanted = {c.service("nova-compute") for c in hosts}
+    stray = sorted(n for n in running if n.startswith("nova-compute@") and n not in wanted)
+    if stray:
+        raise UserError(f"devcloud: running with another inventory ({', '.join(stray)}): `devcloud down` first",
+                        EXIT_ENGINE)
+    copy = state.inventory
+    if inv_file != copy.resolve():
+        shutil.copyfile(inv_file, copy)
+    inv_file = copy
     first = not state.marker("bootstrap").exists()
     shim.install()
 
@@ -105,22 +122,26 @@ def up(state: State, inv_path: Path | None, out: TextIO = sys.stderr, quiet: boo
     configs.keystone(state)
     configs.glance(state)
     configs.placement(state)
-    configs.nova(state, inv, compute)
-    configs.neutron(state, compute)
+    configs.nova(state, inv)
+    configs.neutron(state)
     configs.heat(state)
     tacker.config(state)
     bootstrap.prepare_infra(state)
+    bootstrap.ovs_databases(hosts, state)
 
     infra = services.infra(state, dpdk)
-    everything = all_services(state, dpdk, inv)
+    everything = all_services(state, dpdk, inv_file)
     if not first and all(procs.pid_of(state, s.name) for s in everything) and all(s.ready() for s in everything):
         progress.say("already up")
-        return {"already_up": True, "dpdk": dpdk, "seconds": time.monotonic() - progress.t0}
+        return {"already_up": True, "dpdk": dpdk, "seconds": time.monotonic() - progress.t0,
+                "hosts": [c.name for c in hosts]}
 
     start_all(state, infra[:3], progress)
     bootstrap.databases(state)
-    start_all(state, infra[3:], progress)
-    bootstrap.ovs(state, dpdk)
+    start_all(state, infra[3:] + [s for c in hosts for s in services.switch(state, c)], progress)
+    if dpdk:
+        bootstrap.ovs_dpdk(state)
+    bootstrap.bridges(state, hosts)
     progress.say("ovs bridges ready")
 
     syncs = {name: steps for name, steps in {**bootstrap.db_syncs(state), "tacker": tacker.db_sync(state)}.items()
@@ -145,11 +166,20 @@ def up(state: State, inv_path: Path | None, out: TextIO = sys.stderr, quiet: boo
     # nova-compute refuses to start again without the node identity it had: keep it stable, from the host name
     from nfvcat.devcloud.fakevirt import node_uuid
 
-    (state.lib / "nova").mkdir(parents=True, exist_ok=True)
-    (state.lib / "nova" / "compute_id").write_text(node_uuid(compute.name) + "\n")
-    start_all(state, services.computes(state, inv), progress)
-    bootstrap.wait_compute(state, compute.name, progress.say)
-    return {"already_up": False, "dpdk": dpdk, "first_start": first, "seconds": time.monotonic() - progress.t0}
+    for c in hosts:
+        c.state_path(state).mkdir(parents=True, exist_ok=True)
+        (c.state_path(state) / "compute_id").write_text(node_uuid(c.name) + "\n")
+    per_host: dict[str, float] = {}
+    for c in hosts:
+        t = time.monotonic()
+        start_all(state, services.compute(state, c, inv_file), progress)
+        per_host[c.name] = time.monotonic() - t
+    bootstrap.wait_computes(state, hosts, progress.say)
+    bootstrap.aggregates(state, hosts)
+    bootstrap.quotas(state)
+    progress.say("host aggregates: " + "; ".join(f"{c.name} {c.spec.aggregate_metadata}" for c in hosts))
+    return {"already_up": False, "dpdk": dpdk, "first_start": first, "seconds": time.monotonic() - progress.t0,
+            "hosts": [c.name for c in hosts], "inventory": str(inv_file)}
 
 
 def _run_steps(steps: list[tuple[list[str], str]]) -> None:
@@ -157,26 +187,39 @@ def _run_steps(steps: list[tuple[list[str], str]]) -> None:
         _run(argv, what)
 
 
-TIERS = (  # stopped one tier after the other, each tier in parallel
-    ("nova-compute", "neutron-openvswitch-agent", "neutron-sriov-nic-agent", "heat-engine", "heat-api",
+TIERS = (  # stopped one tier after the other, each tier in parallel (name@host: every host's)
+    ("nova-compute@", "neutron-openvswitch-agent@", "neutron-sriov-nic-agent@", "heat-engine", "heat-api",
      "tacker-server", "tacker-conductor",
      "nova-conductor", "nova-scheduler", "nova-api", "neutron-api", "neutron-rpc-server", "neutron-periodic-workers",
      "glance", "placement", "keystone"),
-    ("ovs-vswitchd", "rabbitmq", "mariadb"),
-    ("ovsdb-server", "epmd"),
+    ("ovs-vswitchd", "ovs-vswitchd@", "rabbitmq", "mariadb"),
+    ("ovsdb-server", "ovsdb-server@", "epmd"),
 )
+
+
+def _tier_of(name: str) -> int | None:
+    for i, tier in enumerate(TIERS):
+        if name in tier or any(t.endswith("@") and name.startswith(t) for t in tier):
+            return i
+    return None
 
 
 def down(state: State, wipe: bool = False, out: TextIO = sys.stderr, quiet: bool = False) -> dict[str, Any]:
     progress = Progress(out, quiet)
     stopped: list[str] = []
     if state.root.exists():
-        known = {s.name: s for s in all_services(state, False, DEFAULT_INVENTORY)}
-        tiers = [list(t) for t in TIERS]
-        tiers[0] += [n for n in known if not any(n in t for t in TIERS)]
+        known = {s.name: s for s in all_services(state, False, inventory_of(state))}
+        names = sorted(set(known) | {n for n in procs.running(state) if "@" in n})
+        tiers: list[list[str]] = [[] for _ in TIERS]
+        for n in names:
+            t = _tier_of(n)
+            tiers[0 if t is None else t].append(n)
         for tier in tiers:
+            if not tier:
+                continue
             with concurrent.futures.ThreadPoolExecutor(len(tier)) as pool:
-                results = dict(zip(tier, pool.map(lambda n: procs.stop(state, n, grace=known[n].grace), tier),
+                graces = [known[n].grace if n in known else 5.0 for n in tier]
+                results = dict(zip(tier, pool.map(lambda n, g: procs.stop(state, n, grace=g), tier, graces),
                                    strict=True))
             for name in tier:
                 if results[name]:
@@ -195,7 +238,7 @@ def down(state: State, wipe: bool = False, out: TextIO = sys.stderr, quiet: bool
 
 def status(state: State) -> list[dict[str, Any]]:
     rows = []
-    for svc in all_services(state, False, DEFAULT_INVENTORY):
+    for svc in all_services(state, False, inventory_of(state)):
         pid = procs.pid_of(state, svc.name) if state.root.exists() else None
         rows.append({"service": svc.name, "pid": pid, "state": "up" if pid and svc.ready() else
                      ("starting" if pid else "down")})

@@ -27,6 +27,13 @@ def pid_of(state: State, name: str) -> int | None:
     return pid if alive(pid) else None
 
 
+def running(state: State) -> list[str]:
+    """Names of the services with a pid file whose process is alive."""
+    if not state.run.is_dir():
+        return []
+    return sorted(p.stem for p in state.run.glob("*.pid") if pid_of(state, p.stem))
+
+
 def alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from nfvcat.devcloud import computes as computes_mod
 from nfvcat.devcloud.state import HOST, PORTS, State
 
 Check = Callable[[], bool]
@@ -166,13 +167,47 @@ def oslo(state: State, name: str, conf: list[str], env: dict[str, str] | None = 
                    env=env or {}, grace=5)
 
 
-def computes(state: State, inventory: Path) -> list[Service]:
-    n = state.etc / "neutron"
+def switch(state: State, c: computes_mod.Compute) -> list[Service]:
+    """A compute's own plain userspace Open vSwitch (ovsdb-server and ovs-vswitchd with dummy netdevs), for hosts
+    not on the main switch: its agent reports no vhost-user interface type, so normal ports bind ``ovs``."""
+    if c.main_switch:
+        return []
+    run = c.ovs_run(state)
+    env = computes_mod.ovs_env(state, c)
+    vswitchd = "/usr/lib/openvswitch-switch/ovs-vswitchd"
+    if not Path(vswitchd).exists():
+        vswitchd = shutil.which("ovs-vswitchd") or "ovs-vswitchd"
     return [
-        oslo(state, "neutron-openvswitch-agent", ["--config-file", str(n / "neutron.conf"), "--config-file",
-                                                  str(n / "openvswitch_agent.ini")], ovs_env(state)),
-        oslo(state, "neutron-sriov-nic-agent", ["--config-file", str(n / "neutron.conf"), "--config-file",
-                                                str(n / "sriov_agent.ini")]),
-        oslo(state, "nova-compute", ["--config-file", str(state.etc / "nova/nova.conf")],
-             {"NFVCAT_DEVCLOUD_INVENTORY": str(inventory), "NFVCAT_DEVCLOUD_CONFIG_DRIVE": "1", **ovs_env(state)}),
+        Service(c.service("ovsdb-server"), [
+            "ovsdb-server", str(c.ovs_db(state)), f"--remote=punix:{run / 'db.sock'}",
+            "--remote=db:Open_vSwitch,Open_vSwitch,manager_options", f"--pidfile={run / 'ovsdb-server.pid'}",
+            f"--unixctl={run / 'ovsdb-server.ctl'}", f"--log-file={state.log / c.service('ovsdb-server')}.log"],
+            lambda: (run / "db.sock").exists(), env=env),
+        Service(c.service("ovs-vswitchd"), [
+            # dummy netdevs: a second userspace datapath's tap devices (ovs-netdev, the bridges') would collide
+            # with the main switch's in the kernel
+            vswitchd, "--enable-dummy=override", f"unix:{run / 'db.sock'}", f"--pidfile={run / 'ovs-vswitchd.pid'}",
+            f"--unixctl={run / 'ovs-vswitchd.ctl'}", f"--log-file={state.log / c.service('ovs-vswitchd')}.log"],
+            command_ok(["ovs-appctl", "-t", str(run / "ovs-vswitchd.ctl"), "version"]), env=env),
+    ]
+
+
+def compute(state: State, c: computes_mod.Compute, inventory: Path) -> list[Service]:
+    """The agents and the nova-compute of one host."""
+    n = state.etc / "neutron"
+    confs = computes_mod.agent_confs(state, c)
+    env = computes_mod.ovs_env(state, c)
+    nova_conf = computes_mod.nova_conf(state, c)
+
+    def proc(binary: str, conf: list[Path], extra: dict[str, str] | None = None) -> Service:
+        name = c.service(binary)
+        args = [a for p in conf for a in ("--config-file", str(p))]
+        return Service(name, [str(state.venv_bin / binary), *args, "--log-file", str(state.log / f"{name}.log")],
+                       always, env=extra or {}, grace=5)
+
+    return [
+        proc("neutron-openvswitch-agent", [n / "neutron.conf", confs["ovs"]], env),
+        proc("neutron-sriov-nic-agent", [n / "neutron.conf", confs["sriov"]]),
+        proc("nova-compute", [state.etc / "nova/nova.conf", nova_conf],
+             {"NFVCAT_DEVCLOUD_INVENTORY": str(inventory), "NFVCAT_DEVCLOUD_CONFIG_DRIVE": "1", **env}),
     ]

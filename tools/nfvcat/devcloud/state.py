@@ -80,6 +80,11 @@ class State:
             json.dump(values, f)
         return values
 
+    @property
+    def inventory(self) -> Path:
+        """The copy of the inventory `devcloud up` was given."""
+        return self.etc / "inventory.yaml"
+
     def marker(self, name: str) -> Path:
         return self.lib / f".done-{name}"
 

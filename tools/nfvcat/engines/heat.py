@@ -1,35 +1,34 @@
 """Heat engine: openstack-heat's own template and resource validation, in-process and offline.
 
 The cloud look-ups are neutralised (service availability, client-backed custom constraints such as
-nova.flavor or glance.image, name-to-id resolution, and OS::Nova::Server's image/flavor and microversion
-checks); whatever else needs a cloud falls back to template-level validation. Everything else is Heat's
-code in strict mode, nested stacks included, which checks value types, allowed values and references.
-Parameters without a value get a placeholder that satisfies their type and constraints, as a user's real
-value would.
+nova.flavor or glance.image, name-to-id resolution, and OS::Nova::Server's image/flavor, microversion and
+absolute-limits checks). Everything else is Heat's code in strict mode, nested stacks included, which
+checks value types, allowed values and references; an exception any resource raises is a finding, unless
+it comes from a cloud client (the resource is then checked template-only and reported as not validated
+offline, E0009). Parameters without a value get an invented value that satisfies their constraints and
+the properties they feed (heat_values); findings are located on the offending key (heat_paths).
 """
 
 from __future__ import annotations
 
-import json
+import collections
 import os
 import re
 from typing import Any
 from urllib.parse import unquote, urlparse
 
 from nfvcat.documents import Document
+from nfvcat.engines import heat_paths, heat_values
 from nfvcat.engines.jobs import EngineJob, JobContext
 from nfvcat.engines.worker import Job, Result, finding, serve
+from nfvcat.rules.hot.e1001_heat_validation import HeatValidation
+from nfvcat.rules.hot.e1002_heat_bundle import HeatBundle
+from nfvcat.rules.hot.e1004_environment import HeatEnvironment
+from nfvcat.rules.hot.w1005_invented_value import InventedValue
+from nfvcat.rules.parsing.e0001_invalid_yaml import InvalidYaml
+from nfvcat.rules.parsing.e0009_engine_failure import EngineFailure
 
 ENGINE = "heat"
-_PLACEHOLDER_STRINGS = ["placeholder", "a", "0", "1", "a1", "192.0.2.1", "192.0.2.0/24",
-                        "fa:16:3e:00:00:01", "example.org", "2026-01-01T00:00:00Z"]
-_CONSTRAINT_PLACEHOLDERS = {
-    "ip_addr": "192.0.2.1", "net_cidr": "192.0.2.0/24", "ip_or_cidr": "192.0.2.0/24",
-    "mac_addr": "fa:16:3e:00:00:01", "iso_8601": "2026-01-01T00:00:00Z", "cron_expression": "0 * * * *",
-    "dns_name": "vnf.example.org", "dns_domain": "example.org.", "rel_dns_name": "vnf",
-    "expiration": "2099-01-01T00:00:00Z", "json_string": "{}", "timezone": "UTC",
-}
-
 _state: dict[str, Any] = {}
 
 
@@ -52,21 +51,27 @@ def offline_context() -> Any:
     return _state["ctx"]
 
 
-def placeholder(schema: Any) -> Any:
-    """A value that satisfies a Heat parameter schema's type and constraints, as a user's real one would."""
-    return _placeholder(schema)
+def placeholder(name: str, schema: Any, tpl: Any, get_class: Any) -> Any:
+    """A value for parameter ``name`` of ``tpl`` that satisfies its constraints and the properties it
+    feeds, as a user's real one would (heat_values.invent)."""
+    return heat_values.invent(name, schema, tpl, get_class, _state.get("ctx"))
 
 
 def setup() -> None:
-    from heat.common import config, context
+    from heat.common import config, context, messaging
     from heat.engine import constraints, resource, resources, translation
     from heat.engine.clients import client_plugin
+    from heat.engine.clients.os import nova
     from heat.engine.resources import stack_resource
     from heat.engine.resources.openstack.nova import server
     from heatclient.common import template_utils, utils
 
     config.cfg.CONF([], project="heat", default_config_files=[])
     resources.initialise()
+    # What Heat's own unit tests give the engine: an in-memory transport, so that resources which build
+    # an RPC client at validate time (scaling groups, ResourceGroup, nested stacks) find one.
+    messaging.setup("fake://", optional=True)
+    _state["cloud_errors"] = _cloud_error_types()
 
     def _no_service_check(cls: Any, *args: Any, **kwargs: Any) -> None:
         return None
@@ -78,17 +83,26 @@ def setup() -> None:
     # validates fully, not template-only): does the image/flavor exist, which microversions does Nova have.
     server.Server._validate_image_flavor = lambda self, image, flavor: None
     client_plugin.ClientPlugin.is_version_supported = lambda self, version: True
+    for plugin in _client_plugins():  # Nova's, Cinder's... own it (a server group's soft policies)
+        if "is_version_supported" in vars(plugin):
+            plugin.is_version_supported = lambda self, version: True
+    # A server with metadata or personality files reads the project's absolute limits from Nova: offline
+    # they are unknown, so they are taken as Nova's "unlimited" (-1) and not checked.
+    nova.NovaClientPlugin.absolute_limits = lambda self: collections.defaultdict(lambda: -1)
     stack_resource.StackResource.validate_nested_stack = _validate_nested_strictly
 
     def _local_only(url: str) -> bytes:
         if urlparse(url).scheme != "file":
             raise ValueError(f"not fetched offline: {url}")
+        # Every file looked for is a dependency, found or not: adding a missing one changes the result.
+        _state.setdefault("looked_for", {})[unquote(urlparse(url).path)] = None
         with open(unquote(urlparse(url).path), "rb") as f:
             return f.read()
 
     utils.read_url_content = _local_only
     template_utils.utils.read_url_content = _local_only
-    _state["ctx"] = context.get_admin_context()
+    # A project id as every real request has one (the AWS pseudo parameters of a group quote it).
+    _state["ctx"] = context.RequestContext(is_admin=True, project_id="nfvcat-offline", user_id="nfvcat")
 
 
 def _values_of_uncreated(res: Any) -> set[str]:
@@ -101,6 +115,17 @@ def _values_of_uncreated(res: Any) -> set[str]:
             if any(dep.action == dep.INIT for dep in function.dependencies(value))}
 
 
+def _values_of_invented(res: Any) -> set[str]:
+    """Properties of a template resource whose value reads a parameter of its stack that nfvcat gave
+    an invented value: the child's parameter has no real value either, so it is invented for the child
+    (its own constraints and uses), and findings that depend on it say so."""
+    invented = _state["invented_by_stack"].get(res.stack.name) or {}
+    data = getattr(res.properties, "data", {}) or {}
+    if not invented or not isinstance(data, dict):
+        return set()
+    return {name for name, value in data.items() if heat_values.get_params(value) & set(invented)}
+
+
 def _validate_nested_strictly(self: Any) -> None:
     """Heat's StackResource.validate_nested_stack, but strict like the top level: Heat validates nested
     stacks lax, so a wrong value in a nested template would only fail at create time. Values that come
@@ -110,14 +135,24 @@ def _validate_nested_strictly(self: Any) -> None:
 
     try:
         params = self.child_params()
-        unknown = _values_of_uncreated(self)
-        if unknown:  # '' until the parent's resources exist: give the child what a real value would be
-            child = template.Template(self.child_template(), files=self.stack.t.files)
+        child_tpl = self.child_template()  # a dict for a template resource, a Template for a group
+        unknown = _values_of_uncreated(self) | _values_of_invented(self)
+        nested_name = f"{self.stack.name}-{self.name}"
+        if unknown and isinstance(params, dict):  # '' until the parent's resources exist: a real value
+            child = child_tpl if isinstance(child_tpl, template.Template) else template.Template(
+                child_tpl, files=self.stack.t.files)
             schemata = child.param_schemata()
+            invented = _state["invented_by_stack"].setdefault(nested_name, {})
             for name in unknown & set(schemata):
-                params[name] = _placeholder(schemata[name], _json_paths(self.child_template(), name))
-        nested = self._parse_nested_stack(f"{self.stack.name}-{self.name}", self.child_template(), params)
-        nested.strict_validate = True
+                invented[name] = params[name] = heat_values.invent(
+                    name, schemata[name], child.t, self.stack.env.get_class, self.context)
+                _state["nested_invented"].setdefault(str(self.template_url), {})[name] = params[name]
+        nested = self._parse_nested_stack(nested_name, child_tpl, params)
+        # A group builds its members' template from its own resolved properties: values from resources
+        # not created yet are '' there and invented values are no user's, so such members are checked as
+        # Heat checks nested stacks (lax: properties known and required, not their values).
+        nested.strict_validate = self.stack.strict_validate and not (
+            unknown and isinstance(child_tpl, template.Template))
         nested.validate()
     except AssertionError:
         raise
@@ -141,72 +176,36 @@ def _offline_lookup(self: Any, value: Any, context: Any, template: Any = None) -
     return True
 
 
-def _json_paths(tpl: Any, name: str) -> list[list[str]]:
-    """The paths the template reads from a json parameter (``get_param: [nfv, CP, CP_WAN, network]``)."""
-    found: list[list[str]] = []
+def _tacker_base_hot(path: str) -> tuple[dict[str, Any], Any] | None:
+    """A VNF package's ``BaseHOT/<flavour>/`` template with a ``nested/`` directory: Tacker sends each
+    ``nested/*.yaml`` to Heat as a file named by its base name (``type: VDU1.yaml``), and nothing else."""
+    from heat.common import template_format
 
-    def walk(node: Any) -> None:
-        if isinstance(node, dict):
-            ref = node.get("get_param") if len(node) == 1 else None
-            if (isinstance(ref, list) and len(ref) > 1 and ref[0] == name
-                    and all(isinstance(k, str) for k in ref[1:])):
-                found.append(list(ref[1:]))
-            for value in node.values():
-                walk(value)
-        elif isinstance(node, list):
-            for value in node:
-                walk(value)
-
-    walk(tpl)
-    return found
-
-
-def _placeholder(schema: Any, json_paths: list[list[str]] | None = None) -> Any:
-    from heat.engine import constraints
-
-    kinds = {type(c).__name__: c for c in schema.constraints}
-    for c in schema.constraints:
-        if isinstance(c, constraints.CustomConstraint) and c.name in _CONSTRAINT_PLACEHOLDERS:
-            return _CONSTRAINT_PLACEHOLDERS[c.name]
-    if "AllowedValues" in kinds and kinds["AllowedValues"].allowed:
-        return kinds["AllowedValues"].allowed[0]
-    kind = {"number": "Number", "boolean": "Boolean", "json": "Json",
-            "comma_delimited_list": "CommaDelimitedList"}.get(schema.type, schema.type)
-    if kind == "Number":
-        rng = kinds.get("Range")
-        if rng is not None:
-            return rng.min if rng.min is not None else rng.max
-        return 1
-    if kind == "Boolean":
-        return "false"
-    if kind == "Json":  # every path the template reads holds a value, as a real one would
-        tree: dict[str, Any] = {}
-        for path in json_paths or []:
-            node = tree
-            for key in path[:-1]:
-                child = node.setdefault(key, {})
-                if not isinstance(child, dict):
-                    break
-                node = child
-            else:
-                node.setdefault(path[-1], "placeholder")
-        return json.dumps(tree)
-    length = kinds.get("Length")
-    low = max(1, length.min or 1) if length is not None else 1
-    high = length.max if length is not None and length.max is not None else None
-    if kind == "CommaDelimitedList":
-        return ",".join(["a"] * low)
-    pattern = kinds.get("AllowedPattern")
-    for candidate in _PLACEHOLDER_STRINGS:
-        value = candidate if len(candidate) >= low else (candidate * low)[:low]
-        if high is not None and len(value) > high:
-            continue
-        if pattern is None or re.match(pattern.pattern + r"\Z", value):
-            return value
-    return "x" * low
+    here = os.path.dirname(os.path.abspath(path))
+    nested = os.path.join(here, "nested")
+    if os.path.basename(os.path.dirname(here)) != "BaseHOT" or not os.path.isdir(nested):
+        return None
+    files: dict[str, Any] = {}
+    for entry in sorted(os.listdir(nested)):
+        if entry.endswith((".yaml", ".yml")):
+            full = os.path.join(nested, entry)
+            _state["looked_for"][full] = None
+            with open(full, encoding="utf-8") as f:
+                files[entry] = f.read()
+            _state["aliases"][entry] = full
+    _state["looked_for"][os.path.abspath(path)] = None
+    with open(path, encoding="utf-8") as f:
+        tpl = template_format.parse(f.read())
+    for body in (tpl.get("resources") or {}).values():  # a nested template added later changes the result
+        kind = body.get("type") if isinstance(body, dict) else None
+        if isinstance(kind, str) and kind.endswith((".yaml", ".yml")) and "/" not in kind:
+            _state["looked_for"][os.path.join(nested, kind)] = None
+    return files, tpl
 
 
 def _path_of(url: str) -> str:
+    if url in _state.get("aliases", {}):
+        return str(_state["aliases"][url])
     return unquote(urlparse(url).path) if url.startswith("file:") else url
 
 
@@ -217,45 +216,130 @@ def check(job: Job) -> Result:
 
     path = job["file"]
     deps: dict[str, None] = {}
+    _state["looked_for"] = deps
+    for env_path in job.get("environments") or []:
+        deps[os.path.abspath(env_path)] = None
     if job.get("kind") == "environment":
         return {"findings": _environment(path), "deps": deps}
+    _state["aliases"] = {}
     try:
-        files, tpl = template_utils.get_template_contents(template_file=path)
+        tacker = _tacker_base_hot(path)
+        if tacker is None:
+            files, tpl = template_utils.get_template_contents(template_file=path)
+        else:
+            files, tpl = tacker
         env_files, env = template_utils.process_multiple_environments_and_files(
             env_paths=job.get("environments") or None)
     except Exception as exc:  # a nested template or get_file that cannot be read
-        return {"findings": [finding("E1002", [], f"cannot bundle the template: {exc}", ENGINE)], "deps": deps}
+        return {"findings": [_bundle_finding(path, exc, job.get("environments") or [])], "deps": deps}
     files.update(env_files)
     # heatclient sends these as JSON, which turns its bytes into strings; Heat only ever sees strings.
     files = {url: body.decode("utf-8") if isinstance(body, bytes) else body for url, body in files.items()}
     for url in files:
         deps[_path_of(url)] = None
-    for env_path in job.get("environments") or []:
-        deps[os.path.abspath(env_path)] = None
 
     params = dict(env.get("parameters") or {})
     params.update(job.get("parameters") or {})
     env["parameters"] = params
     findings: list[dict[str, Any]] = []
+    if job.get("mode") == "heat-api":
+        return {"findings": _heat_api_verdict(tpl, files, env), "deps": deps}
+    invented: dict[str, Any] = {}
+    _state["nested_invented"] = {}
+    _state["invented_by_stack"] = {"nfvcat-validate": invented}
     try:
         tmpl = template.Template(tpl, files=files, env=environment.Environment(env))
         for name, schema in tmpl.param_schemata().items():
             if name not in params and schema.default is None and name not in (env.get("parameter_defaults") or {}):
-                params[name] = _placeholder(schema, _json_paths(tpl, name))
+                invented[name] = params[name] = heat_values.invent(
+                    name, schema, tpl, tmpl.env.get_class, _state["ctx"])
         tmpl = template.Template(tpl, files=files, env=environment.Environment(env))
         stk = stack.Stack(_state["ctx"], "nfvcat-validate", tmpl, strict_validate=True)
         _validate(stk, findings)
     except exception.StackValidationFailed as exc:
-        findings.append(finding("E1001", exc.path, exc.error_message, ENGINE))
+        findings.append(finding(HeatValidation.id, exc.path, exc.error_message, ENGINE))
     except exception.HeatException as exc:
-        findings.append(finding("E1001", getattr(exc, "path", []) or [], str(exc), ENGINE))
+        findings.append(finding(HeatValidation.id, getattr(exc, "path", []) or [], str(exc), ENGINE))
     except template_format.yaml.YAMLError as exc:
-        findings.append(finding("E0001", [], f"invalid YAML: {exc}", ENGINE))
+        findings.append(finding(InvalidYaml.id, [], f"invalid YAML: {exc}", ENGINE))
     except (ValueError, TypeError, KeyError, AttributeError) as exc:
         if os.environ.get("NFVCAT_DEBUG"):
             raise
-        findings.append(finding("E1001", [], f"{type(exc).__name__}: {exc}", ENGINE))
-    return {"findings": findings, "deps": deps}
+        findings.append(finding(HeatValidation.id, [], f"{type(exc).__name__}: {exc}", ENGINE))
+    given = frozenset(params) - set(invented)
+    return {"findings": [_finish(f, tpl, files, invented, given) for f in findings], "deps": deps}
+
+
+def _bundle_finding(path: str, exc: Exception, environments: list[str]) -> dict[str, Any]:
+    """E1002 at the key naming the file that could not be read (get_file, a template resource type, an
+    environment's resource_registry entry), in the template or in the environment that names it."""
+    from heat.common import template_format
+
+    missing = getattr(exc, "filename", None) or next(iter(re.findall(r"'(/[^']+)'", str(exc))), None)
+    message = f"cannot bundle the template: {exc}"
+    if not missing:
+        return finding(HeatBundle.id, [], message, ENGINE)
+    for source in [path, *environments]:
+        try:
+            with open(source, encoding="utf-8") as f:
+                data = template_format.yaml.load(f.read(), Loader=template_format.yaml_loader)
+        except Exception:  # unreadable: the message names the file
+            continue
+        where = heat_paths.missing_file(data, os.path.dirname(os.path.abspath(source)), str(missing))
+        if where:
+            return finding(HeatBundle.id, where, message, ENGINE, None if source == path else os.path.abspath(source))
+    return finding(HeatBundle.id, [], message, ENGINE)
+
+
+def _finish(found: dict[str, Any], tpl: Any, files: dict[str, Any], invented: dict[str, Any],
+            given: frozenset[str]) -> dict[str, Any]:
+    """The path of the offending key (in the nested file when it is there); a Heat error that may come
+    from a value nfvcat invented is W1005, and says so."""
+    if found["id"] not in (HeatValidation.id, EngineFailure.id):
+        return found
+    data, values = tpl, invented
+    if found.get("file"):  # in a nested template: what was invented for its parameters
+        from heat.common import template_format
+
+        url = next((u for u in files if _path_of(u) == found["file"]), None)
+        values = _state["nested_invented"].get(url or "", {})
+        try:
+            data = template_format.parse(files[url]) if url else {}
+        except Exception:
+            data = {}
+    found = {**found, "path": heat_paths.refine(data, found["path"], found["message"],
+                                                given if data is tpl else frozenset())}
+    if found["id"] != HeatValidation.id:
+        return found
+    names = heat_values.depends_on(data, found["path"], found["message"], values)
+    if not names:
+        return found
+    shown = ", ".join(f"{n}={_short(repr(values[n]))}" for n in names)
+    return {**found, "id": InventedValue.id, "message": f"{found['message']} (with the value nfvcat invented for "
+            f"{shown}, which has none: give one with -P/-e to validate this)"}
+
+
+def _short(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def _heat_api_verdict(tpl: Any, files: dict[str, Any], env: dict[str, Any]) -> list[dict[str, Any]]:
+    """What Heat's template-validate API answers (``EngineService.validate_template``): lax
+    ``Stack.validate(validate_res_tmpl_only=True)``, the first error only, no placeholders. A reference
+    for comparing nfvcat with Heat on other people's templates (tests/corpus), with the same offline
+    set-up as the strict validation."""
+    from heat.common import exception
+    from heat.engine import environment, stack, template
+
+    try:
+        tmpl = template.Template(tpl, files=files, env=environment.Environment(env))
+        stk = stack.Stack(_state["ctx"], "dummy", tmpl, strict_validate=False)
+        stk.validate(validate_res_tmpl_only=True)
+    except Exception as exc:  # the API answers {'Error': str(ex)} (or a 500 for other exceptions)
+        rule = EngineFailure.id if _cloud_cause(exc) is not None else HeatValidation.id
+        message = str(exc) if isinstance(exc, exception.HeatException) else f"{type(exc).__name__}: {exc}"
+        return [finding(rule, getattr(exc, "path", []) or [], message, ENGINE)]
+    return []
 
 
 def _environment(path: str) -> list[dict[str, Any]]:
@@ -269,13 +353,19 @@ def _environment(path: str) -> list[dict[str, Any]]:
         env = environment_format.parse(text)
         environment.Environment(env)
     except ValueError as exc:
-        return [finding("E1004", [], str(exc), ENGINE)]
+        message = str(exc)
     except Exception as exc:
-        return [finding("E1004", [], f"{type(exc).__name__}: {exc}", ENGINE)]
-    return []
+        message = f"{type(exc).__name__}: {exc}"
+    else:
+        return []
+    try:  # the key the message names (a section, a registry entry)
+        data = environment_format.yaml.load(text, Loader=environment_format.template_format.yaml_loader)
+    except Exception:
+        data = None
+    return [finding(HeatEnvironment.id, heat_paths.refine(data, [], message), message, ENGINE)]
 
 
-_NESTED = re.compile(r"^(?P<name>.*)<(?P<url>file://[^>]+)>$")
+_NESTED = re.compile(r"^(?P<name>.*)<(?P<url>(?!nested_stack>)[^>]+)>$")
 
 
 def _in_nested_file(path: list[Any]) -> tuple[str | None, list[Any]]:
@@ -288,7 +378,62 @@ def _in_nested_file(path: list[Any]) -> tuple[str | None, list[Any]]:
     return None, path
 
 
-_NEEDS_CLOUD = {"AuthorizationFailure", "MissingCredentialError", "EndpointNotFound"}
+# Heat's own exceptions that mean "the cloud said no" or "there is no cloud", as opposed to a template error.
+_HEAT_CLOUD_ERRORS = ("AuthorizationFailure", "MissingCredentialError", "NotAuthenticated", "Forbidden",
+                      "ClientNotAvailable", "KeystoneServiceNameConflict", "ResourceTypeUnavailable")
+
+
+def _client_plugins() -> list[Any]:
+    from heat.engine import clients
+
+    mgr = clients._mgr
+    return [mgr[name].plugin for name in mgr.names()] if mgr else []
+
+
+def _cloud_error_types() -> tuple[type[BaseException], ...]:
+    """The exceptions a cloud look-up raises: those of every client Heat's client plugins declare
+    (novaclient, neutronclient, keystoneauth...), Heat's own authentication errors, connection errors
+    and RPC failures. Nothing else is taken for "needs a cloud"."""
+    import inspect
+
+    import oslo_messaging
+    import requests
+    from heat.common import exception
+
+    found: list[type[BaseException]] = [getattr(exception, name) for name in _HEAT_CLOUD_ERRORS]
+    found += [requests.exceptions.ConnectionError, oslo_messaging.MessagingException, ConnectionError]
+    for plugin in _client_plugins():
+        modules = getattr(plugin, "exceptions_module", None)
+        for module in modules if isinstance(modules, list) else [modules] if modules else []:
+            if module is exception:  # Heat's own: template errors among them
+                continue
+            found += [c for c in vars(module).values()
+                      if inspect.isclass(c) and issubclass(c, Exception) and not issubclass(c, exception.HeatException)]
+    return tuple(dict.fromkeys(found))
+
+
+def _cloud_cause(exc: BaseException) -> BaseException | None:
+    """The cloud error behind ``exc``, if any: Heat wraps them (``StackValidationFailed`` naming the
+    original type, or raised while handling it, as OS::Heat::Stack does for a remote region)."""
+    errors = _state["cloud_errors"]
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, errors):
+            return current
+        wrapped = getattr(current, "error", None)
+        if isinstance(wrapped, str) and wrapped in {t.__name__ for t in errors if t.__module__.startswith(
+                ("heat.common.exception", "keystoneauth1"))}:
+            return current
+        current = current.__cause__ or current.__context__
+    return None
+
+
+def _offline(section: str, res: Any, exc: BaseException) -> dict[str, Any]:
+    message = exc.error_message if hasattr(exc, "error_message") else str(exc)
+    return finding(EngineFailure.id, [section, res.name], f"cannot validate resource '{res.name}' ({res.type()}) "
+                   f"offline: Heat reaches for a cloud ({type(exc).__name__}: {message})", ENGINE)
 
 
 def _template_only(res: Any, section: str, findings: list[dict[str, Any]]) -> None:
@@ -297,19 +442,35 @@ def _template_only(res: Any, section: str, findings: list[dict[str, Any]]) -> No
     try:
         res.validate_template()
     except exception.StackValidationFailed as exc:
-        findings.append(finding("E1001", [section, res.name, *exc.path], exc.error_message, ENGINE))
+        findings.append(_resource_finding(section, res, exc))
+
+
+def _resource_finding(section: str, res: Any, exc: Any) -> dict[str, Any]:
+    from heat.common import exception
+
+    if isinstance(exc, exception.StackValidationFailed):
+        path = list(exc.path)
+        message = exc.error_message
+    else:  # PropertyUnspecifiedError, ResourcePropertyConflict...: Heat's message, the resource's path
+        path, message = [], str(exc)
+    if path[:1] != [section]:
+        path = [section, res.name, *path]
+    nested_file, path = _in_nested_file(path)
+    return finding(HeatValidation.id, path, message, ENGINE, nested_file)
 
 
 def _validate(stk: Any, findings: list[dict[str, Any]]) -> None:
-    """Heat's ``Stack.validate(validate_res_tmpl_only=True)``, going on past the first bad resource.
+    """Heat's ``Stack.validate()`` in strict mode, going on past the first bad resource.
 
     The stack-level checks stop at their first error as Heat's do; each resource and output is then
-    validated on its own so that one run reports every broken resource. Resources whose full
-    ``validate()`` needs a cloud fall back to ``validate_template()``, as Heat's own template
-    validation does.
+    validated on its own so that one run reports every broken resource. An exception a resource's
+    ``validate()`` raises is a finding with Heat's message, unless it comes from a cloud look-up (a
+    client or authentication error): the resource is then checked as far as Heat can without a cloud
+    (``validate_template()``) and the rest is reported as not validated offline (E0009).
+    Resources with an ``external_id`` are not validated, as Heat does not.
     """
     from heat.common import exception
-    from heat.engine import parameter_groups
+    from heat.engine import function, parameter_groups
 
     stk.t.validate()
     stk.parameters.validate(context=stk.context, validate_value=True)
@@ -322,32 +483,33 @@ def _validate(stk: Any, findings: list[dict[str, Any]]) -> None:
     stk._update_all_resource_data(for_resources=True, for_outputs=True)
     section = stk.t.get_section_name(stk.t.RESOURCES)
     for res in stk.dependencies:
+        if res.external_id is not None:  # an existing resource adopted as is: Heat checks nothing
+            continue
         try:
-            try:
-                result = res.validate()
-            except exception.StackValidationFailed:
-                raise
-            except Exception:  # needs a cloud (Nova, Keystone...): template-level validation only
-                result = res.validate_template()
+            result = res.validate()
             if result:
-                findings.append(finding("E1001", [section, res.name], str(result), ENGINE))
-        except exception.StackValidationFailed as exc:
-            if exc.error in _NEEDS_CLOUD:  # deep in a nested stack: what Heat checks without a cloud
+                findings.append(finding(HeatValidation.id, [section, res.name], str(result), ENGINE))
+        except AssertionError:
+            raise
+        except Exception as exc:
+            if _cloud_cause(exc) is not None:
+                findings.append(_offline(section, res, exc))
                 _template_only(res, section, findings)
-                continue
-            path = list(exc.path)
-            if path[:1] != [section]:
-                path = [section, res.name, *path]
-            nested_file, path = _in_nested_file(path)
-            findings.append(finding("E1001", path, exc.error_message, ENGINE, nested_file))
-        except exception.HeatException as exc:
-            findings.append(finding("E1001", [section, res.name], str(exc), ENGINE))
+            elif isinstance(exc, exception.HeatException):
+                findings.append(_resource_finding(section, res, exc))
+            else:  # what Heat's Stack.validate makes of any other exception
+                findings.append(_resource_finding(section, res, exception.StackValidationFailed(
+                    error=exc, resource=res)))
     out_section = stk.t.get_section_name(stk.t.OUTPUTS)
     for name, output in stk.outputs.items():
         try:
             output.validate()
+            # Heat resolves outputs when the stack is created: a reference to no resource fails it.
+            list(function.dependencies(output._value, f"{out_section}.{name}.value"))
         except exception.StackValidationFailed as exc:
-            findings.append(finding("E1001", [out_section, name, *exc.path[1:]], exc.error_message, ENGINE))
+            findings.append(finding(HeatValidation.id, [out_section, name, *exc.path[1:]], exc.error_message, ENGINE))
+        except (exception.InvalidTemplateReference, exception.InvalidTemplateAttribute) as exc:
+            findings.append(finding(HeatValidation.id, [out_section, name, "value"], str(exc), ENGINE))
 
 
 def main() -> None:

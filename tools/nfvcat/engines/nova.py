@@ -16,38 +16,44 @@ from nfvcat.catalog.specs import sol001_specs, spec_str
 from nfvcat.documents import Document
 from nfvcat.engines.jobs import EngineJob, JobContext
 from nfvcat.engines.worker import Job, Result, finding, serve
+from nfvcat.rules.flavors.e2001_extra_spec import ExtraSpecInvalid
+from nfvcat.rules.flavors.e2002_numa_constraints import NumaConstraints
+from nfvcat.rules.flavors.e2005_page_size import PageSizeNotOffered
+from nfvcat.rules.flavors.w2003_unknown_namespace import UnknownNamespace
 
 ENGINE = "nova"
 _state: dict[str, Any] = {}
 
-# Nova exception -> the extra spec the problem is about (for the line number).
-_KEY_OF = {
-    "CPUThreadPolicyConfigurationInvalid": "hw:cpu_thread_policy",
-    "RealtimeConfigurationInvalid": "hw:cpu_realtime",
-    "RealtimeMaskNotFoundOrInvalid": "hw:cpu_realtime_mask",
-    "BadRequirementEmulatorThreadsPolicy": "hw:emulator_threads_policy",
-    "InvalidEmulatorThreadsPolicy": "hw:emulator_threads_policy",
-    "InvalidCPUThreadAllocationPolicy": "hw:cpu_thread_policy",
-    "InvalidCPUAllocationPolicy": "hw:cpu_policy",
-    "InvalidNUMANodesNumber": "hw:numa_nodes",
-    "ImageNUMATopologyIncomplete": "hw:numa_nodes",
-    "ImageNUMATopologyAsymmetric": "hw:numa_nodes",
-    "ImageNUMATopologyCPUOutOfRange": "hw:numa_cpus",
-    "ImageNUMATopologyCPUDuplicates": "hw:numa_cpus",
-    "ImageNUMATopologyCPUsUnassigned": "hw:numa_cpus",
-    "ImageNUMATopologyMemoryOutOfRange": "hw:numa_mem",
-    "MemoryPageSizeInvalid": "hw:mem_page_size",
-    "InvalidPCINUMAAffinity": "hw:pci_numa_affinity_policy",
-    "PciRequestAliasNotDefined": "pci_passthrough:alias",
-    "PciInvalidAlias": "pci_passthrough:alias",
-    "RequiredMixedInstancePolicy": "hw:cpu_policy",
-    "RequiredMixedOrRealtimeCPUMask": "hw:cpu_dedicated_mask",
-    "InvalidMixedInstanceDedicatedMask": "hw:cpu_dedicated_mask",
-    "MixedInstanceNotSupportByComputeService": "hw:cpu_policy",
-    "ImageVCPULimitsRangeExceeded": "hw:cpu_max_sockets",
-    "ImageVCPUTopologyRangeExceeded": "hw:cpu_sockets",
-    "FlavorImageConflict": "hw:mem_encryption",
-    "InvalidRequest": "",
+# Nova exception -> the extra specs the problem is about, by name or name prefix (``hw:numa_cpus``
+# covers ``hw:numa_cpus.0``). A conflict between two keys points at the later one in the flavor: the
+# one that was added to a flavor that was fine before.
+_KEYS_OF: dict[str, tuple[str, ...]] = {
+    "CPUThreadPolicyConfigurationInvalid": ("hw:cpu_thread_policy", "hw:cpu_policy"),
+    "RealtimeConfigurationInvalid": ("hw:cpu_realtime", "hw:cpu_policy"),
+    "RealtimeMaskNotFoundOrInvalid": ("hw:cpu_realtime_mask", "hw:cpu_realtime"),
+    "BadRequirementEmulatorThreadsPolicy": ("hw:emulator_threads_policy", "hw:cpu_policy"),
+    "InvalidEmulatorThreadsPolicy": ("hw:emulator_threads_policy",),
+    "InvalidCPUThreadAllocationPolicy": ("hw:cpu_thread_policy",),
+    "InvalidCPUAllocationPolicy": ("hw:cpu_policy",),
+    "InvalidNUMANodesNumber": ("hw:numa_nodes",),
+    "ImageNUMATopologyIncomplete": ("hw:numa_nodes", "hw:numa_cpus", "hw:numa_mem"),
+    "ImageNUMATopologyAsymmetric": ("hw:numa_nodes",),
+    "ImageNUMATopologyCPUOutOfRange": ("hw:numa_cpus",),
+    "ImageNUMATopologyCPUDuplicates": ("hw:numa_cpus",),
+    "ImageNUMATopologyCPUsUnassigned": ("hw:numa_cpus",),
+    "ImageNUMATopologyMemoryOutOfRange": ("hw:numa_mem",),
+    "MemoryPageSizeInvalid": ("hw:mem_page_size",),
+    "InvalidPCINUMAAffinity": ("hw:pci_numa_affinity_policy",),
+    "PciRequestAliasNotDefined": ("pci_passthrough:alias",),
+    "PciInvalidAlias": ("pci_passthrough:alias",),
+    "RequiredMixedInstancePolicy": ("hw:cpu_dedicated_mask", "hw:cpu_policy"),
+    "RequiredMixedOrRealtimeCPUMask": ("hw:cpu_policy", "hw:cpu_dedicated_mask", "hw:cpu_realtime_mask"),
+    "InvalidMixedInstanceDedicatedMask": ("hw:cpu_dedicated_mask",),
+    "MixedInstanceNotSupportByComputeService": ("hw:cpu_policy",),
+    "ImageVCPULimitsRangeExceeded": ("hw:cpu_max_sockets", "hw:cpu_max_cores", "hw:cpu_max_threads"),
+    "ImageVCPUTopologyRangeExceeded": ("hw:cpu_sockets", "hw:cpu_cores", "hw:cpu_threads",
+                                       "hw:cpu_max_sockets", "hw:cpu_max_cores", "hw:cpu_max_threads"),
+    "FlavorImageConflict": ("hw:mem_encryption",),
 }
 
 
@@ -60,8 +66,8 @@ def jobs(doc: Document, ctx: JobContext) -> list[EngineJob]:
         return [EngineJob(ENGINE, doc, {
             "name": str(data.get("name")), "vcpus": _positive(data.get("vcpus"), 1),
             "ram": _positive(data.get("ram"), 512), "disk": _positive(data.get("disk"), 0),
-            "extra_specs": _string_specs(None, specs, {}),
-            "pci_alias": pci_aliases(data)}, ("extra_specs",))]
+            "extra_specs": _string_specs(None, specs, {}), "pci_alias": pci_aliases(data),
+            "page_sizes": list(ctx.rules.site.page_sizes_kb)}, ("extra_specs",))]
     if doc.kind == "hot":
         return _hot_flavors(doc, ctx)
     if doc.kind == "vnfd":
@@ -73,7 +79,8 @@ def jobs(doc: Document, ctx: JobContext) -> list[EngineJob]:
             out.append(EngineJob(ENGINE, doc, {
                 "name": str(where[2]) if len(where) > 2 else "vdu",
                 "vcpus": _positive(cpu, 1), "ram": _positive(mem, 512),
-                "extra_specs": _string_specs(None, sol001_specs(_dig(doc.data, where)) or {}, {})},
+                "extra_specs": _string_specs(None, sol001_specs(_dig(doc.data, where)) or {}, {}),
+                "page_sizes": list(ctx.rules.site.page_sizes_kb)},
                 where))
         return out
     return []
@@ -91,7 +98,8 @@ def _hot_flavors(doc: Document, ctx: JobContext) -> list[EngineJob]:
         ram = hot.resolve(doc.data, p.get("ram"), ctx.rules.parameters)
         out.append(EngineJob(ENGINE, doc, {
             "name": name, "vcpus": _positive(vcpus, 1), "ram": _positive(ram, 512),
-            "extra_specs": _string_specs(doc.data, specs, ctx.rules.parameters)},
+            "extra_specs": _string_specs(doc.data, specs, ctx.rules.parameters),
+            "page_sizes": list(ctx.rules.site.page_sizes_kb)},
             ("resources", name, "properties", "extra_specs")))
     return out
 
@@ -158,11 +166,10 @@ def setup() -> None:
 
 
 def _key_for(exc: Exception, specs: dict[str, str]) -> list[str]:
-    key = _KEY_OF.get(type(exc).__name__, "")
-    if key in specs:
-        return [key]
-    matches = [k for k in specs if key and k.startswith(key)]
-    return [matches[0]] if matches else []
+    """The extra spec a Nova exception is about: of the keys it involves, the last one in the flavor."""
+    names = _KEYS_OF.get(type(exc).__name__, ())
+    involved = [k for k in specs if any(k == n or k.startswith(n + ".") for n in names)]
+    return involved[-1:]
 
 
 def check(job: Job) -> Result:
@@ -171,6 +178,7 @@ def check(job: Job) -> Result:
     from nova import exception, objects
     from nova.api.validation.extra_specs import validators
     from nova.compute import api as compute_api
+    from nova.pci import request as pci_request
     from oslo_config import cfg
 
     specs = {str(k): str(v) for k, v in (job.get("extra_specs") or {}).items()}
@@ -179,15 +187,15 @@ def check(job: Job) -> Result:
         try:
             validators.validate(key, value)
         except exception.ValidationError as exc:
-            findings.append(finding("E2001", [key], str(exc), ENGINE))
+            findings.append(finding(ExtraSpecInvalid.id, [key], str(exc), ENGINE))
             continue
         if ":" in key:
             ns = key.split(":", 1)[0]
             if not any(re.fullmatch(n, ns) for n in _state["namespaces"]):
                 findings.append(finding(
-                    "W2003", [key], f"extra spec namespace '{ns}' is not one Nova knows: '{key}' is "
+                    UnknownNamespace.id, [key], f"extra spec namespace '{ns}' is not one Nova knows: '{key}' is "
                     "ignored by Nova and by the scheduler unless a filter of the site's reads it", ENGINE))
-    if findings and any(f["id"] == "E2001" for f in findings):
+    if findings and any(f["id"] == ExtraSpecInvalid.id for f in findings):
         return {"findings": findings, "deps": {}}
 
     flavor = objects.Flavor(
@@ -198,15 +206,43 @@ def check(job: Job) -> Result:
     aliases = job.get("pci_alias")
     if aliases:
         cfg.CONF.set_override("alias", list(aliases), "pci")
+    pci_request.get_alias_from_config.cache_clear()  # Nova caches the parsed aliases of the first flavor
     try:
         compute_api.API._validate_flavor_image_numa_pci(image, flavor, validate_numa=True,
                                                         validate_pci=bool(aliases))
     except (exception.Invalid, exception.NovaException, ValueError) as exc:
-        findings.append(finding("E2002", _key_for(exc, specs), f"{type(exc).__name__}: {exc}", ENGINE))
+        findings.append(finding(NumaConstraints.id, _key_for(exc, specs), f"{type(exc).__name__}: {exc}", ENGINE))
+    else:
+        findings.extend(_page_size(flavor, image, job.get("page_sizes")))
     finally:
         if aliases:
             cfg.CONF.clear_override("alias", "pci")
+        pci_request.get_alias_from_config.cache_clear()
     return {"findings": findings, "deps": {}}
+
+
+def _page_size(flavor: Any, image: dict[str, Any], sizes: Any) -> list[dict[str, Any]]:
+    """A page size (read as Nova reads it) that none of the site's hosts offers: no host fits."""
+    from nova import objects
+    from nova.virt import hardware
+
+    if not isinstance(sizes, list) or not sizes:
+        return []
+    size = hardware._get_numa_pagesize_constraint(flavor, objects.ImageMeta.from_dict(image))
+    if size is None or size < 0 or int(size) in sizes:  # none asked, or small/large/any
+        return []
+    request = flavor.extra_specs.get("hw:mem_page_size")
+    offered = ", ".join(_kib_label(s) for s in sorted(sizes))
+    return [finding(PageSizeNotOffered.id, ["hw:mem_page_size"], f"hw:mem_page_size {request} asks for "
+                    f"{_kib_label(int(size))} pages; the site's hosts offer {offered}: no host can boot this "
+                    "flavor (the NUMA topology filter finds none)", ENGINE)]
+
+
+def _kib_label(kib: int) -> str:
+    for unit, scale in (("GiB", 1048576), ("MiB", 1024)):
+        if kib % scale == 0:
+            return f"{kib // scale} {unit}"
+    return f"{kib} KiB"
 
 
 def main() -> None:

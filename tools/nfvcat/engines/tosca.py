@@ -1,12 +1,15 @@
 """TOSCA engine: tosca-parser's own validation of TOSCA templates and SOL001 VNFDs, and tacker's CSAR loader.
 
 Offline: the ETSI SOL001 type files that VNFDs import by URL are resolved to the copies shipped in the
-installed tacker wheel (patched by tacker for tosca-parser), and no other URL is fetched. A standalone
+installed tacker wheel (patched by tacker for tosca-parser), and no other URL is fetched. One import hook
+does it for every loader (a YAML file, a CSAR's structure check, tosca-parser on the package, tacker's
+loader), so a package resolves its imports exactly as the same VNFD outside a package does. A standalone
 VNFD that imports the SOL001 files by bare name (as tacker's sample packages do, with the files beside
 it in the package) gets the same copies; inside a CSAR the files must really be there, as tacker needs.
 
 Findings: E4001 tosca-parser rejects the template, E4002 tosca-parser rejects the CSAR's structure,
-E4003 tacker's ``load_csar_data`` rejects the package (manifest hashes, VNF properties, flavours).
+E4003 tacker's ``load_csar_data`` rejects the package (manifest hashes, VNF properties, flavours); only
+for VNF packages: a generic TOSCA CSAR gets tosca-parser's verdict alone, and its messages say so.
 Heat and Nova are never imported here (their oslo.config options clash with each other).
 """
 
@@ -28,6 +31,10 @@ import yaml
 from nfvcat.documents import Document, display_path
 from nfvcat.engines.jobs import EngineJob, JobContext
 from nfvcat.engines.worker import Job, Result, finding, serve
+from nfvcat.rules.parsing.e0009_engine_failure import EngineFailure
+from nfvcat.rules.tosca.e4001_tosca_parser import ToscaParserValidation
+from nfvcat.rules.tosca.e4002_csar_structure import CsarStructure
+from nfvcat.rules.tosca.e4003_tacker_csar import TackerCsar
 
 ENGINE = "tosca"
 TACKER = "tacker"
@@ -39,6 +46,9 @@ SOL001_FILES = ("etsi_nfv_sol001_common_types.yaml", "etsi_nfv_sol001_vnfd_types
 # is reported as not validated (E0009, exit code 3) rather than invalid.
 SOL001_VERSIONS = ("2.5.1", "2.6.1", "2.7.1", "2.8.1")
 OFFLINE = "is not fetched: nfvcat validates offline"
+VNF_TYPE = "tosca.nodes.nfv.VNF"
+GENERIC_CSAR = ("a generic TOSCA CSAR, not a VNF package: tosca-parser's checks ran, tacker's VNF-package "
+                "checks do not apply")
 SECTIONS = ("node_templates", "inputs", "outputs", "policies", "groups", "relationship_templates")
 
 _state: dict[str, Any] = {"read": None, "bare_sol001": False}
@@ -73,12 +83,14 @@ def jobs(doc: Document, ctx: JobContext) -> list[EngineJob]:
 def offline_setup() -> None:
     """tosca-parser set up offline in this process (once), SOL001 imported by bare name resolved to the
     copies tacker ships: for the commands that parse TOSCA in-process (translate)."""
-    if "local_defs" not in _state:
-        setup()
+    setup()
     _state["bare_sol001"] = True
 
 
 def setup() -> None:
+    """Route tosca-parser's YAML loading and imports through this engine's offline resolution; once."""
+    if _state.get("ready"):
+        return
     from toscaparser import imports, tosca_template
     from toscaparser.common.exception import ExceptionCollector, URLException
     from toscaparser.utils import yamlparser
@@ -103,14 +115,33 @@ def setup() -> None:
     original_import = imports.ImportsLoader._load_import_template
 
     def load_import(self: Any, import_name: str, import_uri_def: Any) -> Any:
-        name = import_uri_def if isinstance(import_uri_def, str) else None
-        if (_state["bare_sol001"] and name in SOL001_FILES and self.path
-                and not os.path.isfile(os.path.join(os.path.dirname(os.path.abspath(self.path)), name))):
-            import_uri_def = f"{SOL001_BASE}/raw/v2.6.1/{name}"
-        return original_import(self, import_name, import_uri_def)
+        return original_import(self, import_name, _local_import(import_uri_def, self.path, defs))
 
+    # Every ImportsLoader goes through here: ToscaTemplate's, CSAR.validate()'s (which passes no
+    # local_defs) and tacker's, so a SOL001 import resolves the same in a YAML file and in a package.
     imports.ImportsLoader._load_import_template = load_import
-    _state["local_defs"] = defs
+    _state["ready"] = True
+
+
+def _local_import(import_uri_def: Any, importer: str | None, defs: dict[str, str]) -> Any:
+    """The import with a SOL001 type file this engine serves offline replaced by its local copy: a known
+    URL always; a bare ``etsi_nfv_sol001_*_types.yaml`` name only in a standalone VNFD that does not have
+    the file beside it (in a package the file must be there, as tacker needs)."""
+    if isinstance(import_uri_def, dict):
+        if import_uri_def.get("repository") is not None:
+            return import_uri_def
+        name = import_uri_def.get("file")
+    else:
+        name = import_uri_def
+    if not isinstance(name, str):
+        return import_uri_def
+    local = defs.get(name)
+    if (local is None and _state["bare_sol001"] and name in SOL001_FILES and importer
+            and not os.path.isfile(os.path.join(os.path.dirname(os.path.abspath(importer)), name))):
+        local = os.path.join(sol001_dir(), name)
+    if local is None:
+        return import_uri_def
+    return {**import_uri_def, "file": local} if isinstance(import_uri_def, dict) else local
 
 
 def _tacker_setup() -> None:
@@ -122,7 +153,7 @@ def _tacker_setup() -> None:
     from tacker.tosca import utils as toscautils
 
     CONF([], project="tacker", default_config_files=[])
-    toscautils.tosca_tmpl_local_defs = lambda: dict(_state["local_defs"])
+    toscautils.tosca_tmpl_local_defs = dict  # the import hook of setup() resolves them, for tacker too
     _state["tacker"] = (csar_utils, CONF)
 
 
@@ -186,6 +217,19 @@ def _find_key(node: Any, keys: list[str], base: list[Any], depth: int = 8) -> li
     return by_value
 
 
+def _refine(data: Any, path: list[Any], names: list[str]) -> list[Any]:
+    """Down from ``path`` while the mapping there has a key the message also quotes: '"properties" of
+    template "server" contains unknown field "cores"' is about ``cores``, not ``properties``."""
+    node = _get(data, path)
+    while isinstance(node, dict):
+        below = [n for n in names if n in node and n not in path]
+        if not below:
+            break
+        path = [*path, below[0]]
+        node = node[below[0]]
+    return path
+
+
 _QUOTED = re.compile(r'"([^"]+)"|\'([^\']+)\'')
 
 
@@ -201,7 +245,7 @@ def _locate(message: str, docs: list[tuple[str, Any]]) -> tuple[str, list[Any]]:
                 if found:
                     others = [q for q in quoted if q != name]
                     deeper = _find_key(_get(data, found), others, found) if others else None
-                    return where, deeper or found
+                    return where, _refine(data, deeper or found, others)
     for where, data in docs:  # no template named: a property and its value, somewhere in the topology
         topo = data.get("topology_template") if isinstance(data, dict) else None
         if quoted and isinstance(topo, dict):
@@ -238,7 +282,7 @@ def _parse(path: str) -> tuple[list[str], list[str]]:
     _state["read"] = []
     errors: list[str] = []
     try:
-        ToscaTemplate(path, local_defs=dict(_state["local_defs"]))
+        ToscaTemplate(path)
     except Exception as exc:  # ValidationError with every collected error, or a crash inside the parser
         errors = _messages(exc)
     finally:
@@ -296,12 +340,13 @@ def _check_yaml(job: Job, findings: list[dict[str, Any]], deps: dict[str, None])
     docs = [(f, _load(f)) for f in [path, *[d for d in deps if d != path]] if os.path.isfile(f)]
     if any(OFFLINE in m for m in errors):  # the other errors follow from types it could not load
         unresolved = "; ".join(m for m in errors if OFFLINE in m)
-        findings.append(finding("E0009", ["imports"], f"tosca-parser could not validate this document: "
+        findings.append(finding(EngineFailure.id, ["imports"], f"tosca-parser could not validate this document: "
                                 f"{unresolved}", ENGINE))
         return
     for message in errors:
         where, key_path = _locate(message, docs or [(path, None)])
-        findings.append(finding("E4001", key_path, message, ENGINE, file=None if where == path else where))
+        findings.append(finding(ToscaParserValidation.id, key_path, message, ENGINE,
+                                file=None if where == path else where))
 
 
 def _zip_docs(path: str, main: str) -> dict[str, str]:
@@ -351,6 +396,44 @@ def _manifest_line(path: str, message: str) -> tuple[str | None, str | None, lis
     return manifest, text, [], 1
 
 
+def _vnf_package(path: str, docs: list[Any]) -> bool:
+    """A VNF package (SOL004), to which tacker's onboarding checks apply: TOSCA.meta names an ETSI entry
+    manifest, or a template has a node (or a substitution mapping) of ``tosca.nodes.nfv.VNF`` or of a
+    type derived from it. Any other CSAR is a generic TOSCA package."""
+    with zipfile.ZipFile(path) as zf:
+        try:
+            meta = zf.read("TOSCA-Metadata/TOSCA.meta").decode("utf-8", "replace")
+        except KeyError:
+            meta = ""
+    if re.search(r"^ETSI-Entry-Manifest\s*:", meta, re.M):
+        return True
+    vnf_types = {VNF_TYPE}
+    node_types = {name: body.get("derived_from") for data in docs if isinstance(data, dict)
+                  for name, body in (data.get("node_types") or {}).items() if isinstance(body, dict)}
+    while True:
+        more = {name for name, parent in node_types.items() if parent in vnf_types} - vnf_types
+        if not more:
+            break
+        vnf_types |= more
+    for data in docs:
+        topo = data.get("topology_template") if isinstance(data, dict) else None
+        if not isinstance(topo, dict):
+            continue
+        nodes = topo.get("node_templates")
+        used = [n.get("type") for n in nodes.values() if isinstance(n, dict)] if isinstance(nodes, dict) else []
+        sub = topo.get("substitution_mappings")
+        used.append(sub.get("node_type") if isinstance(sub, dict) else None)
+        if vnf_types & {t for t in used if isinstance(t, str)}:
+            return True
+    return False
+
+
+def _not_validated(messages: list[str], display: str, main: str | None) -> dict[str, Any]:
+    unresolved = "; ".join(m for m in messages if OFFLINE in m)
+    return _zip_finding(EngineFailure.id, f"tosca-parser could not validate this package: {unresolved}", ENGINE,
+                        display, main, [], None)
+
+
 def _check_csar(job: Job, findings: list[dict[str, Any]], deps: dict[str, None]) -> None:
     src = os.path.abspath(job["file"])
     deps[src] = None
@@ -365,30 +448,33 @@ def _check_csar(job: Job, findings: list[dict[str, Any]], deps: dict[str, None])
             path = os.path.join(workdir, "package.zip")
             shutil.copyfile(src, path)
         structure, main = _csar_structure(path)
+        if any(OFFLINE in m for m in structure):  # its CSAR check loads the imports: not validated, not invalid
+            findings.append(_not_validated(structure, display, main))
+            return
         for message in structure:
             meta = re.search(r"TOSCA\.meta|Entry-Definitions", message)
             member = "TOSCA-Metadata/TOSCA.meta" if meta else None
-            findings.append(_zip_finding("E4002", _strip_tmp(message, workdir, display, src), ENGINE, display,
+            findings.append(_zip_finding(CsarStructure.id, _strip_tmp(message, workdir, display, src), ENGINE, display,
                                          member, [], None))
         if structure or not main:
             return
         errors, _read = _parse(path)
         if any(OFFLINE in m for m in errors):
-            unresolved = "; ".join(m for m in errors if OFFLINE in m)
-            findings.append(_zip_finding("E0009", f"tosca-parser could not validate this package: {unresolved}",
-                                         ENGINE, display, main, [], None))
+            findings.append(_not_validated(errors, display, main))
             return
         texts = _zip_docs(path, main)
         docs = [(name, _safe_yaml(text)) for name, text in texts.items()]
+        vnf = _vnf_package(path, [data for _, data in docs])
         for message in errors:
             member, key_path = _locate(message, docs or [(main, None)])
-            findings.append(_zip_finding("E4001", _strip_tmp(message, workdir, display, src), ENGINE, display,
-                                         member, key_path, texts.get(member)))
-        if errors:
+            shown = _strip_tmp(message, workdir, display, src)
+            findings.append(_zip_finding(ToscaParserValidation.id, shown if vnf else f"{shown} ({GENERIC_CSAR})",
+                                         ENGINE, display, member, key_path, texts.get(member)))
+        if errors or not vnf:
             return
         for message in _tacker_load(path, workdir):
             manifest, _text, _path, line = _manifest_line(path, message)
-            item = _zip_finding("E4003", _strip_tmp(message, workdir, display, src), TACKER, display,
+            item = _zip_finding(TackerCsar.id, _strip_tmp(message, workdir, display, src), TACKER, display,
                                 manifest or main, [], None)
             item["line"] = line
             findings.append(item)

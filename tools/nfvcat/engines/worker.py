@@ -19,6 +19,8 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
+from nfvcat.rules.parsing.e0009_engine_failure import EngineFailure
+
 Job = dict[str, Any]
 Result = dict[str, Any]
 
@@ -54,5 +56,5 @@ def _one(engine: str, check: Callable[[Job], Result], job: Job) -> Result:
             return check(job)
     except Exception as exc:  # an engine bug must not hide the other jobs' results
         tail = traceback.format_exception_only(type(exc), exc)[-1].strip()
-        return {"findings": [finding("E0009", [], f"{engine} engine failed on this document: {tail}", engine)],
+        return {"findings": [finding(EngineFailure.id, [], f"{engine} engine failed on this document: {tail}", engine)],
                 "deps": {}}

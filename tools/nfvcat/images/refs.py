@@ -1,7 +1,7 @@
 """Image references: an entry's ``images:`` item names an image entry and version (``image: vrouter``,
 ``version: 1.0.0``) and the Glance name it is onboarded as; its checksum is never written by hand but
 generated from the image's lock into entry.yaml and into the VNFD's ``sw_image_data`` (``nfvcat docs``),
-and checked for drift (``nfvcat docs --check``, rule E0013)."""
+and checked for drift (``nfvcat docs --check``, rule E0014)."""
 
 from __future__ import annotations
 

@@ -219,7 +219,8 @@ def build(spec: HostSpec, enabled_filters: list[str] | None = None) -> HostState
     return HostState(
         spec=spec, topology=topology, pci=pci, free_devices=free, device_totals={k: len(v) for k, v in free.items()},
         vcpu_total=shared * spec.cpu_allocation_ratio, pcpu_total=sum(len(c.dedicated) for c in spec.cells),
-        mem_total=sum(c.memory_mb for c in spec.cells) * spec.ram_allocation_ratio - spec.reserved_host_memory_mb,
+        # Placement's capacity: (total - reserved) x allocation_ratio
+        mem_total=(sum(c.memory_mb for c in spec.cells) - spec.reserved_host_memory_mb) * spec.ram_allocation_ratio,
         vcpu_used=spec.used_vcpus + sum(c.cpu_usage for c in spec.cells),
         pcpu_used=sum(len(c.pinned) for c in spec.cells),
         mem_used=spec.used_memory_mb + sum(c.memory_usage for c in spec.cells),

@@ -161,17 +161,7 @@ def _schema_error(path: str, exc: jsonschema.ValidationError) -> UserError:
 
 def load(path: str | None) -> Inventory:
     path = path or reference_path()
-    try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read(yamlpos.MAX_BYTES + 1)
-    except OSError as exc:
-        raise UserError(f"{path}: cannot read inventory: {exc.strerror or exc}") from None
-    if len(text) > yamlpos.MAX_BYTES:
-        raise UserError(f"{path}: inventory larger than {yamlpos.MAX_BYTES} bytes")
-    try:
-        data, _ = yamlpos.load(text)
-    except yamlpos.DocumentError as exc:
-        raise UserError(f"{path}:{exc.line}:{exc.column}: {exc.message}") from None
+    data, _ = yamlpos.read_file(path, what="inventory")
     return from_data(data, path)
 
 

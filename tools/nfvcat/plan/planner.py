@@ -48,6 +48,11 @@ class ChainResult:
 
 class Planner:
     def __init__(self, inventory: Inventory, strategy: str = "spread"):
+        if not inventory.pci_alias:  # the site's aliases (the catalog flavors name qat-vf)
+            from nfvcat import catalog
+            from nfvcat.catalog import site
+
+            inventory.pci_alias = site.of_catalog(catalog.find_root()).pci_aliases()
         novaenv.configure(inventory.pci_alias)
         n = novaenv.nova()
         try:

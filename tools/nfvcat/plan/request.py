@@ -62,18 +62,6 @@ class Chain:
     server_groups: dict[str, str] = field(default_factory=dict)  # name -> policy
 
 
-def _read_yaml(path: str, what: str) -> Any:
-    try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read(yamlpos.MAX_BYTES + 1)
-    except OSError as exc:
-        raise UserError(f"{path}: cannot read {what}: {exc.strerror or exc}") from None
-    try:
-        return yamlpos.load(text)[0]
-    except yamlpos.DocumentError as exc:
-        raise UserError(f"{path}:{exc.line}:{exc.column}: {exc.message}") from None
-
-
 def flavor_from_data(data: Any, where: str) -> Flavor:
     if not isinstance(data, dict):
         raise UserError(f"{where}: a flavor must be a mapping with vcpus and ram")
@@ -117,7 +105,7 @@ def port_from_data(data: Any, where: str) -> Port:
 
 
 def load(path: str, flavor_dirs: list[str] | None = None) -> Chain:
-    data = _read_yaml(path, "placement request")
+    data, _ = yamlpos.read_file(path, what="placement request")
     if not isinstance(data, dict) or not isinstance(data.get("vnfs"), list) or not data["vnfs"]:
         raise UserError(f"{path}: a placement request needs a non-empty 'vnfs' list")
     if data.get("kind", "nfvcat/placement-request") != "nfvcat/placement-request":

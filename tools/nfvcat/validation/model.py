@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from nfvcat.findings import Finding
+from nfvcat.findings import Finding, Suppressed
+
+if TYPE_CHECKING:
+    from nfvcat.project import Project
 
 
 @dataclass
@@ -18,6 +21,8 @@ class Options:
     catalog_root: Path | None = None
     require_signed: bool = False  # an unsigned VNF package is an error (E4006)
     trust_ca: str | None = None  # PEM CA file a package's signing certificate must chain to (E4006)
+    project: Project | None = None  # .nfvcat.yaml: exclude, ignore
+    skip_unknown: bool = False  # the paths are a hook's file list: skip what is none of nfvcat's kinds
 
 
 @dataclass
@@ -28,12 +33,19 @@ class Report:
     jobs: dict[str, int] = field(default_factory=dict)
     cache_hits: int = 0
     engine_failed: bool = False
+    skipped: list[str] = field(default_factory=list)  # none of nfvcat's kinds (discovery.skipped)
+    excluded: list[str] = field(default_factory=list)  # .nfvcat.yaml exclude
+    suppressed: list[Suppressed] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {"findings": [f.to_json() for f in self.findings], "files": self.files, "timings": self.timings,
-                "jobs": self.jobs, "cache_hits": self.cache_hits, "engine_failed": self.engine_failed}
+                "jobs": self.jobs, "cache_hits": self.cache_hits, "engine_failed": self.engine_failed,
+                "skipped": self.skipped, "excluded": self.excluded,
+                "suppressed": [s.to_json() for s in self.suppressed]}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Report:
         return cls([Finding.from_json(f) for f in data["findings"]], int(data["files"]), dict(data["timings"]),
-                   dict(data["jobs"]), int(data["cache_hits"]), bool(data["engine_failed"]))
+                   dict(data["jobs"]), int(data["cache_hits"]), bool(data["engine_failed"]),
+                   list(data.get("skipped", [])), list(data.get("excluded", [])),
+                   [Suppressed.from_json(s) for s in data.get("suppressed", [])])

@@ -17,15 +17,18 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from nfvcat import cache, catalog, documents
+from nfvcat import cache, catalog, discovery, documents, suppress
 from nfvcat.catalog import flavors as catalog_flavors
 from nfvcat.catalog import site as site_profile
 from nfvcat.documents import Document
 from nfvcat.engines.jobs import EngineJob, JobContext, plan
 from nfvcat.errors import UserError
 from nfvcat.findings import Finding, RawFinding
+from nfvcat.project import Project
 from nfvcat.rules import all_rules
 from nfvcat.rules.base import Context, Rule
+from nfvcat.rules.parsing.e0007_unknown_kind import UnknownKind
+from nfvcat.rules.parsing.e0009_engine_failure import EngineFailure
 from nfvcat.validation.executor import EngineUnavailable, Executor, OneShotExecutor
 from nfvcat.validation.model import Options, Report
 
@@ -52,6 +55,8 @@ class Validation:
         self.nesting_rules = [r for r in self.rules if r.follows_nesting]
         self.explicit: set[str] = set()
         self.spawned: dict[str, float] = {}
+        self.skipped: list[str] = []
+        self.excluded: list[str] = []
         self.paths = self._expand(paths)
 
     def _expand(self, paths: list[str]) -> list[str]:
@@ -59,19 +64,11 @@ class Validation:
             if self.root is None:
                 raise UserError("no catalog here (no templates/ and flavors/ above the current directory); "
                                 "give the files to validate")
-            return [str(p) for p in catalog.catalog_files(self.root)]
-        out: list[str] = []
-        for p in paths:
-            if os.path.isdir(p):
-                found = catalog.walk(Path(p))
-                out.extend(str(f) for f in found)
-                if not found:
-                    out.append(p)
-                    self.explicit.add(os.path.abspath(p))
-            else:
-                out.append(p)
-                self.explicit.add(os.path.abspath(p))
-        return out
+            paths = [str(p) for p in catalog.catalog_files(self.root)]
+        found = discovery.expand(paths, self.options.project or Project(Path.cwd()),
+                                 self.options.skip_unknown or self.catalog_mode)
+        self.explicit, self.excluded = found.explicit, found.excluded
+        return found.paths
 
     def doc(self, path: str) -> Document:
         key = os.path.abspath(path)
@@ -82,6 +79,8 @@ class Validation:
     def run(self) -> Report:
         t0 = time.monotonic()
         targets = [self.doc(p) for p in dict.fromkeys(self.paths)]
+        self.skipped = [d.path for d in targets if discovery.skipped(d, self.explicit)]
+        targets = [d for d in targets if not discovery.skipped(d, self.explicit)]
         envs = [self.doc(p) for p in self.options.environments]
         params: dict[str, Any] = {}
         for env in envs:
@@ -117,8 +116,10 @@ class Validation:
         jobs: dict[str, int] = {}
         for job in self.jobs:
             jobs[job.engine] = jobs.get(job.engine, 0) + 1
-        failed = any(f.rule_id == "E0009" for f in findings)
-        return Report(findings, len(targets), self.timings, jobs, hits, failed)
+        failed = any(f.rule_id == EngineFailure.id for f in findings)
+        findings, suppressed = suppress.split(findings, self.docs, self.options.project)
+        return Report(findings, len(targets), self.timings, jobs, hits, failed,
+                      self.skipped, self.excluded, suppressed)
 
     # -- in-process rules, then engine jobs -------------------------------------------------------
     def _prepare(self, doc: Document, ctx: Context) -> bool:
@@ -130,7 +131,7 @@ class Validation:
         if doc.kind == "unknown":
             if doc.abspath in self.explicit:
                 self.raw.append((doc, RawFinding(
-                    "E0007", (), "not a HOT template, Heat environment, TOSCA template, SOL001 VNFD, CSAR, "
+                    UnknownKind.id, (), "not a HOT template, Heat environment, TOSCA template, SOL001 VNFD, CSAR, "
                     "cloud-config, or catalog entry/flavor/site profile/inventory")))
             return False
         self.jobs.extend(plan(doc, JobContext(ctx, self.options.environments, self.options.parameters,
@@ -196,7 +197,7 @@ class Validation:
         try:
             return list(rule.check(doc, ctx))
         except Exception as exc:  # a rule bug must not hide the others' findings
-            return [RawFinding("E0009", (), f"rule {rule.id} failed: {type(exc).__name__}: {exc}")]
+            return [RawFinding(EngineFailure.id, (), f"rule {rule.id} failed: {type(exc).__name__}: {exc}")]
 
     # -- engines --------------------------------------------------------------------------------
     def _lookup(self) -> tuple[dict[str, list[tuple[str, EngineJob]]], int]:
@@ -219,11 +220,11 @@ class Validation:
             results = self.executor.run_jobs(name, [job.payload for _, job in batch])
         except EngineUnavailable as exc:
             message = f"{name} engine did not run: {exc}"
-            results = [{"findings": [{"id": "E0009", "path": [], "message": message, "engine": name}]}
+            results = [{"findings": [{"id": EngineFailure.id, "path": [], "message": message, "engine": name}]}
                        for _ in batch]
         else:
             for (key, _), result in zip(batch, results, strict=True):
-                if not any(f.get("id") == "E0009" for f in result.get("findings", [])):
+                if not any(f.get("id") == EngineFailure.id for f in result.get("findings", [])):
                     cache.put(key, result)
         for (_, job), result in zip(batch, results, strict=True):
             job.result = result

@@ -215,15 +215,17 @@ class Server:
                     threading.Thread(target=self.pool.start, args=(list(self.pool.workers),), daemon=True).start()
 
     def _validate(self, request: dict[str, Any]) -> dict[str, Any]:
+        from nfvcat import project
         from nfvcat.validation.model import Options
         from nfvcat.validation.pipeline import validate_paths
 
         opts = request.get("options") or {}
+        os.chdir(request["cwd"])
         options = Options(environments=list(opts.get("environments") or []),
                           parameters=dict(opts.get("parameters") or {}), site=opts.get("site"),
-                          use_cache=bool(opts.get("use_cache", True)),
+                          use_cache=bool(opts.get("use_cache", True)), skip_unknown=bool(opts.get("skip_unknown")),
+                          project=project.load(Path(opts["project"])) if opts.get("project") else None,
                           require_signed=bool(opts.get("require_signed", False)), trust_ca=opts.get("trust_ca"))
-        os.chdir(request["cwd"])
         return validate_paths(list(request.get("paths") or []), options, self.pool, self.documents.read).to_json()
 
     def serve(self) -> int:

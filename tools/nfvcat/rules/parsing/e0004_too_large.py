@@ -1,10 +1,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
-from nfvcat.documents import Document
 from nfvcat.findings import RawFinding
 from nfvcat.rules.base import Context, Rule
+
+if TYPE_CHECKING:  # documents reports E0004 too: no import cycle
+    from nfvcat.documents import Document
 
 HEAT_MAX_TEMPLATE_SIZE = 524288  # heat.conf [DEFAULT] max_template_size default
 

@@ -1,4 +1,4 @@
-"""E0013: an image checksum that is not the sha256 of an image the catalog builds."""
+"""E0014: an image checksum that is not the sha256 of an image the catalog builds."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from nfvcat.rules.base import Context, Rule
 
 
 class ImageChecksum(Rule):
-    id = "E0013"
+    id = "E0014"
     shortdesc = "Image checksum is not the sha256 of an image the catalog builds"
     description = ("An entry's image reference names an image entry and version (images/NAME) and carries "
                    "no checksum of its own making: the checksum is generated from the image's lock "

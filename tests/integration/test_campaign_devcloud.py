@@ -1,0 +1,33 @@
+"""tests/tdf/devcloud.yaml through `nfvcat test`: control-plane steps on the dev cloud (onboard, instantiate,
+check, terminate), data plane of the same chain in the namespace lab; nothing left on the cloud afterwards."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+from tests.integration.conftest import ROOT, nfvcat
+
+STEPS = ["validate", "plan", "onboard", "instantiate", "check", "render", "build", "lab-check", "dataplane",
+         "teardown", "terminate"]
+
+
+def test_devcloud_campaign(conn: Any, onboarded: Path, tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    res = nfvcat("test", "tests/tdf/devcloud.yaml", "-o", str(results), env={"NFVCAT_IMAGE_DIR": str(onboarded)},
+                 timeout=3600)
+    assert res.returncode == 0, res.stdout + res.stderr[-4000:]
+    doc = json.loads((results / "results.json").read_text())
+    assert {t["name"] for t in doc["tests"]} == {"vrouter-sriov", "vrouter-ovs-dpdk"}
+    for t in doc["tests"]:
+        assert [s["name"] for s in t["steps"]] == STEPS, t["name"]
+        assert all(s["status"] == "PASS" for s in t["steps"]), t["steps"]
+        checks = [r for r in t["placement"] if r["source"] == "check"]
+        assert checks and {"server ACTIVE", "bound", "vif_type"} <= {r["check"] for r in checks}
+        assert conn.orchestration.find_stack(f"nfvcat-test-{t['name']}") is None, "terminate left the stack"
+        assert {s["frame"] for s in t["throughput"]} == {"64", "imix"}
+    junit = ET.parse(results / "junit.xml").getroot()
+    assert junit.get("failures") == "0" and junit.get("errors") == "0"
+    assert (ROOT / "tests" / "tdf" / "devcloud.yaml").is_file()

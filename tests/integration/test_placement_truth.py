@@ -1,0 +1,319 @@
+"""Every catalog flavor deployed on the dev cloud and checked (13/13), then the truth test: wrong placements
+injected into the dev cloud's recorded state (Nova's instance_extra topology, Neutron's binding profile,
+Placement's PCI allocation), one at a time and restored after; `check` must fail each with the right check
+named, and pass again after the restore. The agreement counts are printed (run with -s to see them)."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.integration.conftest import ROOT, nfvcat
+from tests.integration.recorded import Recorded, cells
+
+pytestmark = pytest.mark.usefixtures("onboarded")
+
+# flavors only the host without SMT can take (its aggregate has the classes shared and realtime; isolate is a
+# forbidden HW_CPU_HYPERTHREADING trait): deployed first, so the others cannot take their pCPUs
+FIRST = {"nfv.shared.4c4g", "nfv.pinned.isolate", "nfv.rt.isolate", "nfv.rt.share"}
+PORT_OF = {"nfv.sriov": ("nfv-sriov-left", "direct"), "nfv.dpdk": ("nfv-dpdk-left", "normal")}
+
+
+def catalog_flavors() -> dict[str, dict[str, Any]]:
+    out = {}
+    for path in sorted((ROOT / "flavors").glob("*/flavor.yaml")):
+        data = yaml.safe_load(path.read_text())
+        out[data["name"]] = data
+    return out
+
+
+def template(flavors: list[str]) -> dict[str, Any]:
+    """One server per flavor, each with the port its flavor is for (SR-IOV, OVS-DPDK) or a management port,
+    booted one after the other."""
+    resources: dict[str, Any] = {}
+    for i, name in enumerate(flavors):
+        net, vnic = PORT_OF.get(name, ("nfv-mgmt", "normal"))
+        short = f"f{i}-{name.removeprefix('nfv.').replace('.', '-')}"
+        resources[f"port{i}"] = {"type": "OS::Neutron::Port", "properties": {
+            "name": f"{short}-port", "network": net, "binding:vnic_type": vnic, "port_security_enabled": False}}
+        resources[f"server{i}"] = {"type": "OS::Nova::Server", "properties": {
+            "name": short, "flavor": name, "image": "nfvcat-debian12-vnf",
+            "networks": [{"port": {"get_resource": f"port{i}"}}]}}
+        if i:  # one at a time: concurrent claims race for the same NUMA cell and exhaust Nova's retries
+            resources[f"server{i}"]["depends_on"] = [f"server{i - 1}"]
+    return {"heat_template_version": "2021-04-16", "resources": resources}
+
+
+def create(conn: Any, name: str, flavors: list[str]) -> None:
+    stack = conn.orchestration.create_stack(name=name, template=template(flavors), timeout_mins=15,
+                                            disable_rollback=True)
+    deadline = time.monotonic() + 900
+    while time.monotonic() < deadline:
+        stack = conn.orchestration.get_stack(stack.id)
+        if not stack.status.endswith("IN_PROGRESS"):
+            break
+        time.sleep(2)
+    assert stack.status == "CREATE_COMPLETE", f"{name}: {stack.status}: {stack.status_reason}"
+
+
+def delete(conn: Any, name: str) -> None:
+    stack = conn.orchestration.find_stack(name)
+    if stack is None:
+        return
+    conn.orchestration.delete_stack(stack)
+    deadline = time.monotonic() + 600
+    while conn.orchestration.find_stack(name) is not None and time.monotonic() < deadline:
+        time.sleep(2)
+    assert conn.orchestration.find_stack(name) is None, f"{name} not deleted"
+
+
+@pytest.fixture(scope="module")
+def deployed(conn: Any) -> Iterator[dict[str, Any]]:
+    """Both stacks; server name -> {id, flavor, host, stack}."""
+    names = catalog_flavors()
+    stacks = {"truth-a": sorted(n for n in names if n in FIRST), "truth-b": sorted(n for n in names if n not in FIRST)}
+    try:
+        for stack in stacks:
+            delete(conn, stack)
+        for stack, flavors in stacks.items():
+            t = time.monotonic()
+            create(conn, stack, flavors)
+            print(f"\n{stack}: {len(flavors)} servers created in {time.monotonic() - t:.0f} s")
+        servers = {}
+        for s in conn.compute.servers(all_projects=True, details=True):
+            for stack, flavors in stacks.items():
+                if s.flavor.original_name in flavors and s.name.startswith("f"):
+                    servers[s.name] = {"id": s.id, "flavor": s.flavor.original_name, "host": s.compute_host,
+                                       "stack": stack}
+        yield servers
+    finally:
+        for stack in stacks:
+            delete(conn, stack)
+
+
+def check(stack: str, *extra: str) -> dict[str, Any]:
+    """`nfvcat check STACK --host-access devcloud --format json` (exit code and report)."""
+    res = nfvcat("check", stack, "--host-access", "devcloud", "--format", "json", *extra)
+    assert res.returncode in (0, 2), res.stderr
+    data: dict[str, Any] = json.loads(res.stdout)
+    assert (res.returncode == 0) == data["ok"]
+    return data
+
+
+def check_in_process(conn: Any, stack: str, inventory: str | None = None) -> dict[str, Any]:
+    """The same check through the library (what the command runs; saves a process start per injection)."""
+    from nfvcat.cloud.hostaccess import open_access
+    from nfvcat.cloud.placement_check import check_stack, load_inventory, passed
+
+    verdicts = check_stack(conn, stack, load_inventory(inventory), open_access("devcloud"))
+    return {"ok": passed(verdicts), "verdicts": [v.as_dict() for v in verdicts]}
+
+
+def failed(report: dict[str, Any]) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for v in report["verdicts"]:
+        if v["status"] != "pass":
+            out.setdefault(v["check"], []).append(f"{v['subject']}: {v['status']}: {v['detail']}")
+    return out
+
+
+def test_every_catalog_flavor_deploys_and_checks(conn: Any, deployed: dict[str, Any]) -> None:
+    flavors = catalog_flavors()
+    assert sorted(s["flavor"] for s in deployed.values()) == sorted(flavors)
+    for stack in ("truth-a", "truth-b"):
+        report = check(stack)
+        assert report["ok"], failed(report)
+    by_flavor = {s["flavor"]: s for s in deployed.values()}
+    # isolate and the real-time flavors need the host without SMT; require the one with SMT
+    assert {by_flavor[f]["host"] for f in ("nfv.pinned.isolate", "nfv.rt.isolate", "nfv.rt.share")} == \
+        {"devcloud-nosmt"}
+    assert by_flavor["nfv.pinned.require"]["host"] == "devcloud-smt"
+    # physnets bound as the site profile says: the shared 4 KiB-page VNF's port is plain OVS
+    vif = {by_flavor[f]["flavor"]: {p.binding_vif_type for p in conn.network.ports(device_id=by_flavor[f]["id"])}
+           for f in ("nfv.shared.4c4g", "nfv.dpdk", "nfv.sriov")}
+    assert vif == {"nfv.shared.4c4g": {"ovs"}, "nfv.dpdk": {"vhostuser"}, "nfv.sriov": {"hw_veb"}}
+    print(f"\n13/13: {len(flavors)} catalog flavors deployed and checked: " +
+          ", ".join(f"{f} on {s['host']}" for f, s in sorted(by_flavor.items())))
+
+
+def server_of(deployed: dict[str, Any], flavor: str) -> dict[str, Any]:
+    return next(s for s in deployed.values() if s["flavor"] == flavor)
+
+
+def edit_cells(fn: Callable[[list[dict[str, Any]]], None]) -> Callable[[dict[str, Any]], None]:
+    def edit(topo: dict[str, Any]) -> None:
+        fn(cells(topo))
+    return edit
+
+
+def inventory_host(name: str) -> Any:
+    from nfvcat.plan import inventory
+
+    return next(h for h in inventory.load(str(ROOT / "tools/nfvcat/devcloud/inventory.yaml")).hosts if h.name == name)
+
+
+def test_check_fails_every_injected_wrong_placement(conn: Any, deployed: dict[str, Any], tmp_path: Path) -> None:
+    db = Recorded()
+    cases: list[tuple[str, str, str, Callable[[], AbstractContextManager[Any]]]] = []
+
+    def case(label: str, stack: str, expect: str) -> Callable[[Callable[[], AbstractContextManager[Any]]], None]:
+        def register(make: Callable[[], AbstractContextManager[Any]]) -> None:
+            cases.append((label, stack, expect, make))
+        return register
+
+    p1g = server_of(deployed, "nfv.pinned.1g")
+    p2m = server_of(deployed, "nfv.pinned.2m")
+    mixed = server_of(deployed, "nfv.mixed")
+    rt = server_of(deployed, "nfv.rt.isolate")
+    qat = server_of(deployed, "nfv.qat.required")
+    sriov = server_of(deployed, "nfv.sriov")
+
+    def pins(server: dict[str, Any]) -> dict[str, int]:
+        return dict(cells(db.topology(server["id"]))[0]["cpu_pinning_raw"])
+
+    def set_pins(server: dict[str, Any], new: dict[str, int]) -> AbstractContextManager[Any]:
+        def edit(cs: list[dict[str, Any]]) -> None:
+            cs[0]["cpu_pinning_raw"] = new
+        return db.edited_topology(server["id"], edit_cells(edit))
+
+    def vcpu_twice() -> AbstractContextManager[Any]:
+        p = pins(p1g)
+        first = sorted(p)[0]
+        return set_pins(p1g, {**p, sorted(p)[1]: p[first]})
+    case("two vCPUs on one pCPU", p1g["stack"], "pCPUs distinct")(vcpu_twice)
+
+    def same_pcpus() -> AbstractContextManager[Any]:
+        # another instance of the same host: its pins become p1g's (same node when there is one)
+        mine = pins(p1g)
+        other = next(s for s in deployed.values() if s["host"] == p1g["host"] and s is not p1g and
+                     s["flavor"] in ("nfv.pinned.2m", "nfv.pinned.require", "nfv.dpdk", "nfv.sriov",
+                                     "nfv.qat.preferred", "nfv.pinned.isolate"))
+        theirs = pins(other)
+        new = dict(zip(sorted(theirs), [mine[k] for k in sorted(mine)], strict=False))
+        node = cells(db.topology(p1g["id"]))[0]["id"]
+
+        def edit(cs: list[dict[str, Any]]) -> None:
+            cs[0]["cpu_pinning_raw"] = new
+            cs[0]["id"] = node
+        return db.edited_topology(other["id"], edit_cells(edit))
+    case("two instances on the same pCPUs", p1g["stack"], "pCPUs not shared with other instances")(same_pcpus)
+
+    host_m = inventory_host(mixed["host"])
+
+    def mixed_on_shared() -> AbstractContextManager[Any]:
+        p = pins(mixed)
+        node = cells(db.topology(mixed["id"]))[0]["id"]
+        shared = sorted(next(c for c in host_m.cells if c.id == node).shared)
+        return set_pins(mixed, {k: shared[i % len(shared)] for i, k in enumerate(sorted(p))})
+    case("mixed: pins on shared pCPUs", mixed["stack"], "CPU pinning")(mixed_on_shared)
+
+    def mask_ignored() -> AbstractContextManager[Any]:
+        p = pins(mixed)  # vCPUs 2-5 pinned by the mask ^0-1: pin vCPU 0 instead of the last one
+        last = sorted(p, key=int)[-1]
+        new = {k: v for k, v in p.items() if k != last}
+        new["0"] = p[last]
+
+        def edit(cs: list[dict[str, Any]]) -> None:
+            cs[0]["cpu_pinning_raw"] = new
+            cs[0]["pcpuset"] = sorted(int(k) for k in new)
+            cs[0]["cpuset"] = sorted(set(range(6)) - {int(k) for k in new})
+        return db.edited_topology(mixed["id"], edit_cells(edit))
+    case("mixed: hw:cpu_dedicated_mask ignored", mixed["stack"], "mixed dedicated mask")(mask_ignored)
+
+    def mixed_other_node() -> AbstractContextManager[Any]:
+        def edit(cs: list[dict[str, Any]]) -> None:
+            cs[0]["id"] = 1 - cs[0]["id"]
+        return db.edited_topology(mixed["id"], edit_cells(edit))
+    case("mixed: cell on the other node", mixed["stack"], "CPU pinning")(mixed_other_node)
+
+    host_p = inventory_host(p2m["host"])
+
+    def outside_dedicated() -> AbstractContextManager[Any]:
+        p = pins(p2m)
+        node = cells(db.topology(p2m["id"]))[0]["id"]
+        other_node = sorted(next(c for c in host_p.cells if c.id != node).dedicated)
+        return set_pins(p2m, {k: other_node[-1 - i] for i, k in enumerate(sorted(p))})
+    case("pins outside the node's dedicated set", p2m["stack"], "CPU pinning")(outside_dedicated)
+
+    def vf_differs() -> AbstractContextManager[Any]:
+        port = next(iter(conn.network.ports(device_id=sriov["id"])))
+        slot = port.binding_profile["pci_slot"]
+        host = inventory_host(sriov["host"])
+        dev = next(d for d in host.devices if slot in d.vf_addresses())
+        other = next(a for a in dev.vf_addresses() if a != slot)  # same PF: only Nova's record differs
+
+        def edit(profile: dict[str, Any]) -> None:
+            profile["pci_slot"] = other
+        return db.edited_binding_profile(port.id, edit)
+    case("Neutron pci_slot differs from Nova's VF", sriov["stack"], "VF = Nova's allocation")(vf_differs)
+
+    def emulator_unreserved() -> AbstractContextManager[Any]:
+        def edit(cs: list[dict[str, Any]]) -> None:
+            cs[0]["cpuset_reserved"] = []
+        return db.edited_topology(rt["id"], edit_cells(edit))
+    case("emulator threads isolate without a reserved pCPU", rt["stack"], "emulator threads")(emulator_unreserved)
+
+    def emulator_overlap() -> AbstractContextManager[Any]:
+        p = pins(rt)
+
+        def edit(cs: list[dict[str, Any]]) -> None:
+            cs[0]["cpuset_reserved"] = [p[sorted(p)[0]]]
+        return db.edited_topology(rt["id"], edit_cells(edit))
+    case("emulator threads overlapping a vCPU", rt["stack"], "emulator threads")(emulator_overlap)
+
+    def qat_wrong_node() -> AbstractContextManager[Any]:
+        allocs = conn.placement.get(f"/allocations/{qat['id']}").json()["allocations"]
+        pci_rp = next(rp for rp, a in allocs.items() if any(rc.startswith("CUSTOM_PCI_") for rc in a["resources"]))
+        rps = conn.placement.get("/resource_providers").json()["resource_providers"]
+        name = next(r["name"] for r in rps if r["uuid"] == pci_rp)
+        host = inventory_host(qat["host"])
+        qats = [d for d in host.devices if d.kind == "qat"]
+        mine = next(d for d in qats if name.lower().endswith(d.address))
+        other = next(d for d in qats if d.numa_node != mine.numa_node)
+        target = next(r["uuid"] for r in rps if r["name"] == f"{qat['host']}_{other.address.upper()}")
+        return db.moved_allocation(qat["id"], pci_rp, target)
+    case("QAT VF on the wrong node", qat["stack"], "PCI NUMA affinity")(qat_wrong_node)
+
+    results = []
+    for stack in ("truth-a", "truth-b"):  # clean before; each case is checked clean again after its restore
+        assert check(stack)["ok"], f"{stack}: not clean before the injections"
+    for label, stack, expect, make in cases:
+        with make():
+            got = failed(check_in_process(conn, stack))
+        after = check_in_process(conn, stack)
+        results.append((label, expect, got, after["ok"]))
+        print(f"  {label:50} -> {'FAIL ' + expect if expect in got else 'MISSED'}"
+              f"{'' if set(got) <= {expect} else ' (also ' + ', '.join(sorted(set(got) - {expect})) + ')'}"
+              f"; after restore: {'pass' if after['ok'] else 'NOT CLEAN'}")
+
+    # the inventory's CPU sets swapped (dedicated <-> shared): every pin is outside the node's dedicated set
+    inv = yaml.safe_load((ROOT / "tools/nfvcat/devcloud/inventory.yaml").read_text())
+    for host in inv["hosts"]:
+        host["numa_cells"] = [{**c, "cpu_dedicated_set": c["cpu_shared_set"], "cpu_shared_set": c["cpu_dedicated_set"]}
+                              for c in host["numa_cells"]]
+    swapped = tmp_path / "swapped.yaml"
+    swapped.write_text(yaml.safe_dump(inv))
+    got = failed(check(p1g["stack"], "--inventory", str(swapped)))
+    results.append(("inventory CPU sets swapped", "CPU pinning", got, True))
+    caught = sum(expect in got for _, expect, got, _ in results)
+    clean = sum(ok for *_, ok in results)
+    print(f"truth test: {len(results)} wrong placements injected, check failed {caught} with the right check, "
+          f"{len(results) - caught} false pass(es); {clean}/{len(results)} clean again after restore")
+    assert caught == len(results), [(label, expect, got) for label, expect, got, _ in results if expect not in got]
+    assert clean == len(results)
+
+
+def test_check_without_host_access_says_so(deployed: dict[str, Any]) -> None:
+    res = nfvcat("check", "truth-a", "--format", "json")
+    report = json.loads(res.stdout)
+    assert res.returncode == 2
+    emulator = [v for v in report["verdicts"] if v["check"] == "emulator threads"]
+    assert emulator and {v["status"] for v in emulator} == {"needs host access"}
+

@@ -1,0 +1,147 @@
+"""`nfvcat plan` against Nova's real scheduler on the dev cloud's own inventory: the same requests, in the same
+order, planned and then booted one server at a time; fit / does-not-fit must agree in every case; the host, NUMA
+cells and pins Nova chose are compared with the plan's and the agreement is printed (run with -s)."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.integration.conftest import ROOT, nfvcat
+
+pytestmark = pytest.mark.usefixtures("onboarded")
+INVENTORY = ROOT / "tools/nfvcat/devcloud/inventory.yaml"
+NETWORK = {"physnet_mgmt": "nfv-mgmt", "physnet_sriov": "nfv-sriov-left"}
+
+
+def plan(tmp: Path, vnfs: list[dict[str, Any]], groups: dict[str, Any] | None = None) -> dict[str, Any]:
+    req = tmp / "request.yaml"
+    req.write_text(yaml.safe_dump({"kind": "nfvcat/placement-request", "vnfs": vnfs,
+                                   **({"server_groups": groups} if groups else {})}))
+    res = nfvcat("plan", str(req), "--inventory", str(INVENTORY), "--nova-conf",
+                 str(ROOT / ".devcloud/etc/nova/nova.conf"), "--format", "json")
+    assert res.returncode in (0, 2), res.stderr
+    return dict(json.loads(res.stdout))
+
+
+class Booter:
+    """Boots servers one at a time (each waited for), remembers them, deletes them all at the end."""
+
+    def __init__(self, conn: Any) -> None:
+        self.conn = conn
+        self.servers: list[Any] = []
+        self.ports: list[Any] = []
+        self.groups: dict[str, Any] = {}
+
+    def group(self, name: str, policy: str) -> Any:
+        self.groups[name] = self.conn.compute.create_server_group(name=f"pvn-{name}", policy=policy)
+        return self.groups[name]
+
+    def boot(self, name: str, flavor: str, port: dict[str, str], group: str | None = None) -> dict[str, Any]:
+        c = self.conn
+        net = c.network.find_network(NETWORK[port["physnet"]])
+        p = c.network.create_port(network_id=net.id, name=f"{name}-port", binding_vnic_type=port["vnic_type"],
+                                  port_security_enabled=False)
+        self.ports.append(p)
+        kwargs: dict[str, Any] = {}
+        if group:
+            kwargs["scheduler_hints"] = {"group": self.groups[group].id}
+        srv = c.compute.create_server(name=name, flavor_id=c.compute.find_flavor(flavor).id,
+                                      image_id=c.image.find_image("nfvcat-debian12-vnf").id,
+                                      networks=[{"port": p.id}], **kwargs)
+        self.servers.append(srv)
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:
+            srv = c.compute.get_server(srv.id)
+            if srv.status in ("ACTIVE", "ERROR"):
+                break
+            time.sleep(1)
+        if srv.status != "ACTIVE":
+            return {"fits": False, "why": (srv.fault or {}).get("message", srv.status)}
+        topo = c.compute.get(f"/servers/{srv.id}/topology", microversion="2.78").json()
+        nodes = topo.get("nodes") or []
+        return {"fits": True, "host": srv.compute_host, "cells": sorted(int(n["host_node"]) for n in nodes),
+                "pins": sorted(int(v) for n in nodes for v in (n.get("cpu_pinning") or {}).values())}
+
+    def cleanup(self) -> None:
+        for s in self.servers:
+            self.conn.compute.delete_server(s, ignore_missing=True)
+        for s in self.servers:
+            self.conn.compute.wait_for_delete(s, wait=300)
+        for p in self.ports:
+            self.conn.network.delete_port(p, ignore_missing=True)
+        for g in self.groups.values():
+            self.conn.compute.delete_server_group(g, ignore_missing=True)
+        self.servers, self.ports, self.groups = [], [], {}
+
+
+@pytest.fixture
+def booter(conn: Any) -> Iterator[Booter]:
+    b = Booter(conn)
+    try:
+        yield b
+    finally:
+        b.cleanup()
+
+
+def compare(label: str, planned: dict[str, Any], vnfs: list[dict[str, Any]], booter: Booter,
+            group_of: dict[str, str] | None = None) -> list[dict[str, Any]]:
+    by_instance = {p["instance"]: p for p in planned["placements"]}
+    failed = {f["instance"] for f in planned["failures"]}
+    rows = []
+    for v in vnfs:
+        for i in range(int(v.get("count", 1))):
+            inst = v["name"] if int(v.get("count", 1)) == 1 else f"{v['name']}-{i + 1}"
+            want = by_instance.get(inst)
+            got = booter.boot(inst, v["flavor"], v["ports"][0], (group_of or {}).get(v["name"]))
+            rows.append({"case": label, "instance": inst, "plan_fits": want is not None,
+                         "nova_fits": got["fits"], "plan": want, "nova": got, "plan_failed": inst in failed})
+            if not got["fits"] and want is None:
+                break  # both say full: the rest of the copies would not fit either
+    return rows
+
+
+def test_plan_agrees_with_novas_scheduler(conn: Any, booter: Booter, tmp_path: Path) -> None:
+    rows: list[dict[str, Any]] = []
+    # single flavors until full: nfv.pinned.1g (both hosts), then after cleanup nfv.rt.isolate (no-SMT host only)
+    for flavor, copies in (("nfv.pinned.1g", 20), ("nfv.rt.isolate", 6)):
+        vnfs = [{"name": flavor.replace(".", "-"), "flavor": flavor, "count": copies,
+                 "ports": [{"vnic_type": "normal", "physnet": "physnet_mgmt"}]}]
+        rows += compare(f"{flavor} until full", plan(tmp_path, vnfs), vnfs, booter)
+        booter.cleanup()
+    # an SR-IOV chain, a QAT-required VNF and an anti-affinity pair, in one sequence
+    vnfs = [
+        {"name": "sriov-a", "flavor": "nfv.sriov", "ports": [{"vnic_type": "direct", "physnet": "physnet_sriov"}]},
+        {"name": "sriov-b", "flavor": "nfv.sriov", "ports": [{"vnic_type": "direct", "physnet": "physnet_sriov"}]},
+        {"name": "qat", "flavor": "nfv.qat.required", "ports": [{"vnic_type": "normal", "physnet": "physnet_mgmt"}]},
+        {"name": "ha", "flavor": "nfv.pinned.1g", "count": 2, "server_group": "ha",
+         "ports": [{"vnic_type": "normal", "physnet": "physnet_mgmt"}]},
+    ]
+    planned = plan(tmp_path, vnfs, {"ha": {"policy": "anti-affinity"}})
+    booter.group("ha", "anti-affinity")
+    rows += compare("SR-IOV chain, QAT, anti-affinity pair", planned, vnfs, booter, {"ha": "ha"})
+
+    fit_agree = sum(r["plan_fits"] == r["nova_fits"] for r in rows)
+    both = [r for r in rows if r["plan_fits"] and r["nova_fits"]]
+    host_agree = sum(r["plan"]["host"] == r["nova"]["host"] for r in both)
+    cell_agree = sum(r["plan"]["host"] == r["nova"]["host"] and r["plan"]["numa_cells"] == r["nova"]["cells"]
+                     for r in both)
+    pin_agree = sum(r["plan"]["host"] == r["nova"]["host"] and sorted(r["plan"]["pinned_cpus"]) == r["nova"]["pins"]
+                    for r in both)
+    print(f"\nplan vs Nova: {len(rows)} requests; fit/no-fit agree {fit_agree}/{len(rows)}; of {len(both)} placed by "
+          f"both: same host {host_agree}, same host and NUMA cells {cell_agree}, same host and pins {pin_agree}")
+    for r in rows:
+        p, n = r["plan"], r["nova"]
+        planned_s = f"{p['host']} cells {p['numa_cells']} pins {p['pinned_cpus']}" if p else "does not fit"
+        nova_s = f"{n['host']} cells {n['cells']} pins {n['pins']}" if n["fits"] else f"no valid host ({n['why']})"
+        mark = "" if (p is not None) == n["fits"] and (not p or p["host"] == n["host"]) else "  <-- differs"
+        print(f"  {r['case']:40} {r['instance']:18} plan: {planned_s:52} nova: {nova_s}{mark}")
+    ha = [r["nova"]["host"] for r in rows if r["instance"].startswith("ha-") and r["nova"]["fits"]]
+    assert len(ha) == 2 and len(set(ha)) == 2, ha
+    assert fit_agree == len(rows), [r for r in rows if r["plan_fits"] != r["nova_fits"]]

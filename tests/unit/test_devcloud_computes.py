@@ -1,0 +1,58 @@
+"""The dev cloud's compute layout from an inventory and the site profile, without starting anything."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from nfvcat import catalog
+from nfvcat.catalog import site
+from nfvcat.devcloud import computes, configs
+from nfvcat.devcloud.state import State
+from nfvcat.errors import UserError
+from nfvcat.plan import inventory
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_default_inventory_hosts_and_switches() -> None:
+    inv = inventory.load(str(ROOT / "tools/nfvcat/devcloud/inventory.yaml"))
+    hosts = computes.site_layout(inv)
+    assert [(c.name, c.vswitch, c.main_switch) for c in hosts] == [
+        ("devcloud-smt", "ovs-dpdk", True), ("devcloud-nosmt", "ovs", False)]
+    assert hosts[0].bridges() == {"physnet_dpdk": "br-dpdk", "physnet_mgmt": "br-mgmt"}
+    assert hosts[1].bridges() == {"physnet_mgmt": "br-mgmt1"} and hosts[1].integration_bridge == "br-int1"
+    smt = [len(s) for c in hosts[0].spec.cells for s in c.siblings]
+    nosmt = [len(s) for c in hosts[1].spec.cells for s in c.siblings]
+    assert set(smt) == {2} and set(nosmt) == {1}
+
+
+def test_one_ovs_dpdk_host_at_most() -> None:
+    inv = inventory.from_data({"kind": "nfvcat/inventory", "hosts": [
+        {"name": f"h{i}", "role": "ovs-dpdk", "numa_cells": [{"id": 0, "memory_mb": 1024}]} for i in range(2)]})
+    with pytest.raises(UserError, match="one OVS-DPDK switch"):
+        computes.layout(inv, {"ovs-dpdk": "ovs-dpdk"})
+
+
+def test_per_host_configuration(tmp_path: Path) -> None:
+    state = State(tmp_path)
+    (tmp_path / "secrets.json").write_text('{"db": "x", "admin": "x", "glance": "x", "placement": "x", '
+                                           '"nova": "x", "neutron": "x", "heat": "x", "tacker": "x"}')
+    inv = inventory.load(str(ROOT / "tools/nfvcat/devcloud/inventory.yaml"))
+    nosmt = computes.site_layout(inv)[1]
+    text = computes.nova_conf(state, nosmt).read_text()
+    assert "host = devcloud-nosmt" in text and "cpu_dedicated_set = 2,3,4,5,6,7,8,9,10,11,14," in text
+    assert "report_in_placement = true" in text and text.count("device_spec = ") == 4  # 2 NICs, 2 QAT PFs
+    agent = computes.agent_confs(state, nosmt)["ovs"].read_text()
+    assert "bridge_mappings = physnet_mgmt:br-mgmt1" in agent and "of_listen_port = 6634" in agent
+    nova = configs.nova(state, inv).read_text()
+    assert 'alias = {"device_type": "type-VF", "name": "qat-vf", "product_id": "37c9", "vendor_id": "8086"}' in nova
+    assert "AggregateInstanceExtraSpecsFilter" in nova and "pci_in_placement = true" in nova
+
+
+def test_vlan_ranges_and_host_kinds_from_the_site_profile() -> None:
+    assert configs.vlan_ranges() == "physnet_dpdk:200:299,physnet_mgmt:300:399,physnet_sriov:100:199"
+    profile = site.of_catalog(catalog.find_root())
+    assert profile.vswitch("ovs-dpdk") == "ovs-dpdk" and profile.vswitch("compute") == "ovs"
+    assert [a["name"] for a in profile.pci_aliases()] == ["qat-vf"]

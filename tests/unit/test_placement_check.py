@@ -1,0 +1,346 @@
+"""`nfvcat check`'s verdicts against HTTP-level fakes (requests-mock) of the orchestration, compute, network and
+placement APIs: a correct deployment passes; each class of wrong placement fails with the check named; hidden
+admin fields give "needs admin", facts no API shows give "needs host access", never "pass"."""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests_mock
+import yaml
+
+from nfvcat.cloud import placement_check as pc
+from nfvcat.cloud.hostaccess import HostFacts, LibvirtXml
+from nfvcat.plan import inventory
+from tests.unit.cloudfake import connection
+
+INVENTORY = """
+kind: nfvcat/inventory
+hosts:
+  - name: devcloud-smt
+    numa_cells:
+      - {id: 0, socket: 0, cpu_shared_set: "0-1,16-17", cpu_dedicated_set: "2-7,18-23", siblings: {offset: 16},
+         memory_mb: 16384, hugepages: [{size: 1G, total: 8}]}
+      - {id: 1, socket: 1, cpu_shared_set: "8-9,24-25", cpu_dedicated_set: "10-15,26-31", siblings: {offset: 16},
+         memory_mb: 16384, hugepages: [{size: 1G, total: 8}]}
+    pci_devices: &devices
+      - {address: "0000:3b:00.0", vendor_id: "8086", product_id: "1572", numa_node: 0, device: ens1f0,
+         physnet: physnet_sriov, vfs: {count: 8, product_id: "154c"}}
+      - {address: "0000:af:00.0", vendor_id: "8086", product_id: "1572", numa_node: 1, device: ens4f0,
+         physnet: physnet_sriov, vfs: {count: 8, product_id: "154c"}}
+      - {address: "0000:3d:00.0", kind: qat, vendor_id: "8086", product_id: "37c8", numa_node: 0,
+         vfs: {count: 4, product_id: "37c9"}}
+      - {address: "0000:b1:00.0", kind: qat, vendor_id: "8086", product_id: "37c8", numa_node: 1,
+         vfs: {count: 4, product_id: "37c9"}}
+  - name: devcloud-nosmt
+    numa_cells:
+      - {id: 0, socket: 0, cpu_shared_set: "0-1", cpu_dedicated_set: "2-7", memory_mb: 16384}
+      - {id: 1, socket: 1, cpu_shared_set: "8-9", cpu_dedicated_set: "10-15", memory_mb: 16384}
+    pci_devices: *devices
+"""
+INV = inventory.from_data(yaml.safe_load(INVENTORY))
+SMT, NOSMT = "devcloud-smt", "devcloud-nosmt"
+DEDICATED = {"hw:cpu_policy": "dedicated", "hw:numa_nodes": "1", "hw:mem_page_size": "1GB"}
+
+
+def server(sid: str, host: str, specs: dict[str, str], nodes: list[dict[str, Any]], page_kb: int = 1048576,
+           ports: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    return {"id": sid, "name": sid, "host": host, "specs": specs, "ports": ports or [],
+            "topology": {"nodes": nodes, "pagesize_kb": page_kb}, "allocations": {}}
+
+
+def node(host_node: int, pins: dict[int, int], vcpus: list[int] | None = None) -> dict[str, Any]:
+    return {"host_node": host_node, "memory_mb": 4096, "vcpu_set": vcpus if vcpus is not None else sorted(pins),
+            "cpu_pinning": {str(k): v for k, v in pins.items()}, "siblings": []}
+
+
+def vf_port(name: str, slot: str, net: str = "net-sriov", host: str = SMT) -> dict[str, Any]:
+    return {"id": f"p-{name}", "name": name, "network_id": net, "binding:vnic_type": "direct",
+            "binding:vif_type": "hw_veb", "binding:host_id": host,
+            "binding:profile": {"pci_slot": slot, "physical_network": "physnet_sriov", "pci_vendor_info": "8086:154c"},
+            "binding:vif_details": {"vlan": "110"}}
+
+
+NETWORKS = {
+    "net-sriov": {"id": "net-sriov", "provider:network_type": "vlan", "provider:physical_network": "physnet_sriov",
+                  "provider:segmentation_id": 110},
+    "net-dpdk": {"id": "net-dpdk", "provider:network_type": "vlan", "provider:physical_network": "physnet_dpdk",
+                 "provider:segmentation_id": 210},
+    "net-mgmt": {"id": "net-mgmt", "provider:network_type": "vlan", "provider:physical_network": "physnet_mgmt",
+                 "provider:segmentation_id": 310},
+}
+QAT_RP = {"rp-qat0": f"{SMT}_0000:3D:00.0", "rp-qat1": f"{SMT}_0000:B1:00.0", "rp-smt": SMT}
+
+
+class Cloud:
+    """The four APIs, answering from ``self.servers`` (mutable: tests inject wrong placements into it)."""
+
+    def __init__(self, m: requests_mock.Mocker, servers: list[dict[str, Any]], admin: bool = True) -> None:
+        self.servers = {s["id"]: s for s in servers}
+        self.admin = admin
+        m.get(re.compile(r"http://heat\.test/v1/p/stacks/chain/resources.*"), json=self._resources)
+        m.get(re.compile(r"http://nova\.test/v2\.1/servers/detail.*"), json=self._detail)
+        m.get(re.compile(r"http://nova\.test/v2\.1/servers/[^/?]+/topology"), json=self._topology)
+        m.get(re.compile(r"http://nova\.test/v2\.1/servers/[^/?]+$"), json=self._server)
+        m.get(re.compile(r"http://neutron\.test/(v2\.0/)?ports\?device_id=.*"), json=self._ports)
+        m.get(re.compile(r"http://neutron\.test/(v2\.0/)?networks/.*"), json=self._network)
+        m.get(re.compile(r"http://placement\.test/allocations/.*"), json=self._allocations)
+        m.get(re.compile(r"http://placement\.test/resource_providers/.*"), json=self._rp)
+
+    def _resources(self, req: Any, ctx: Any) -> dict[str, Any]:
+        return {"resources": [{"resource_type": "OS::Nova::Server", "physical_resource_id": sid,
+                               "resource_name": sid} for sid in self.servers]}
+
+    def _view(self, s: dict[str, Any]) -> dict[str, Any]:
+        out: dict[str, Any] = {"id": s["id"], "name": s["name"], "status": "ACTIVE",
+                               "flavor": {"extra_specs": s["specs"]}}
+        if self.admin:
+            out["OS-EXT-SRV-ATTR:host"] = s["host"]
+        return out
+
+    def _server(self, req: Any, ctx: Any) -> dict[str, Any]:
+        return {"server": self._view(self.servers[req.path.rsplit("/", 1)[1]])}
+
+    def _detail(self, req: Any, ctx: Any) -> dict[str, Any]:
+        if not self.admin:
+            ctx.status_code = 403
+            return {"forbidden": {"message": "Policy doesn't allow"}}
+        host = req.qs.get("host", [None])[0]
+        return {"servers": [self._view(s) for s in self.servers.values() if host is None or s["host"] == host]}
+
+    def _topology(self, req: Any, ctx: Any) -> dict[str, Any]:
+        topo = copy.deepcopy(self.servers[req.path.split("/")[-2]]["topology"])
+        if not self.admin:
+            for n in topo["nodes"]:
+                n.pop("host_node", None)
+                n.pop("cpu_pinning", None)
+        return topo
+
+    def _ports(self, req: Any, ctx: Any) -> dict[str, Any]:
+        sid = req.qs["device_id"][0]
+        ports = copy.deepcopy(self.servers[sid]["ports"])
+        if not self.admin:
+            ports = [{k: v for k, v in p.items() if not k.startswith("binding:")} for p in ports]
+        return {"ports": ports}
+
+    def _network(self, req: Any, ctx: Any) -> dict[str, Any]:
+        net = NETWORKS[req.path.rsplit("/", 1)[1]]
+        return {"network": net if self.admin else {k: v for k, v in net.items() if not k.startswith("provider:")}}
+
+    def _allocations(self, req: Any, ctx: Any) -> dict[str, Any]:
+        if not self.admin:
+            ctx.status_code = 403
+            return {"errors": [{"status": 403, "detail": "admin only"}]}
+        return {"allocations": self.servers[req.path.rsplit("/", 1)[1]]["allocations"]}
+
+    def _rp(self, req: Any, ctx: Any) -> dict[str, Any]:
+        rid = req.path.rsplit("/", 1)[1]
+        return {"uuid": rid, "name": QAT_RP[rid]}
+
+
+@pytest.fixture
+def mock(cloud: tuple[requests_mock.Mocker, Any]) -> requests_mock.Mocker:
+    """The HTTP-level fake of tests/unit/cloudfake.py (version discovery of every service)."""
+    return cloud[0]
+
+
+class Facts:
+    """A host access answering from a dict (the unit of the HostAccess protocol)."""
+
+    name = "test host"
+
+    def __init__(self, facts: dict[str, HostFacts]) -> None:
+        self.data = facts
+
+    def facts(self, server_id: str, host: str | None) -> HostFacts | None:
+        return self.data.get(server_id)
+
+
+def verdicts(m: requests_mock.Mocker, servers: list[dict[str, Any]], admin: bool = True,
+             access: Any = None) -> dict[tuple[str, str], set[str]]:
+    Cloud(m, servers, admin)
+    out: dict[tuple[str, str], set[str]] = {}
+    for v in pc.check_stack(connection(), "chain", INV, access):
+        out.setdefault((v.check, v.status), set()).add(v.subject)
+    return out
+
+
+def failed(found: dict[tuple[str, str], set[str]]) -> set[str]:
+    return {check for check, status in found if status != pc.PASS}
+
+
+def pinned(sid: str = "a", pins: dict[int, int] | None = None, host: str = SMT, host_node: int = 0,
+           specs: dict[str, str] | None = None) -> dict[str, Any]:
+    return server(sid, host, specs or DEDICATED, [node(host_node, pins or {0: 2, 1: 3, 2: 4, 3: 5})])
+
+
+def test_correct_pinned_servers_pass(mock: requests_mock.Mocker) -> None:
+    found = verdicts(mock, [pinned("a"), pinned("b", {0: 6, 1: 7, 2: 18, 3: 19})])
+    assert failed(found) == set(), found
+    assert found[("pCPUs not shared with other instances", pc.PASS)] == {"a", "b"}
+    assert found[("pCPUs distinct", pc.PASS)] == {"a", "b"}
+
+
+def test_two_vcpus_on_one_pcpu_fails(mock: requests_mock.Mocker) -> None:
+    assert failed(verdicts(mock, [pinned("a", {0: 2, 1: 2, 2: 4, 3: 5})])) == {"pCPUs distinct"}
+
+
+def test_two_instances_on_the_same_pcpus_fail(mock: requests_mock.Mocker) -> None:
+    found = verdicts(mock, [pinned("a"), pinned("b", {0: 4, 1: 5, 2: 6, 3: 7})])
+    assert failed(found) == {"pCPUs not shared with other instances"}
+    assert found[("pCPUs not shared with other instances", pc.FAIL)] == {"a", "b"}
+
+
+def test_instances_on_other_hosts_do_not_clash(mock: requests_mock.Mocker) -> None:
+    other = pinned("b", host=NOSMT, specs={**DEDICATED})
+    assert failed(verdicts(mock, [pinned("a"), other])) == set()
+
+
+def test_pins_outside_the_nodes_dedicated_set_fail(mock: requests_mock.Mocker) -> None:
+    # pCPUs 0-1 are node 0's shared set; 10-13 are node 1's dedicated set while the cell says node 0
+    assert failed(verdicts(mock, [pinned("a", {0: 0, 1: 1, 2: 4, 3: 5})])) == {"CPU pinning"}
+    mock.reset()
+    assert failed(verdicts(mock, [pinned("a", {0: 10, 1: 11, 2: 12, 3: 13})])) == {"CPU pinning"}
+
+
+MIXED = {"hw:cpu_policy": "mixed", "hw:cpu_dedicated_mask": "^0-1", "hw:numa_nodes": "1",
+         "hw:mem_page_size": "1GB"}
+
+
+def mixed(pins: dict[int, int], host_node: int = 0) -> dict[str, Any]:
+    return server("m", SMT, MIXED, [node(host_node, pins, vcpus=[0, 1, 2, 3, 4, 5])])
+
+
+def test_mixed_policy(mock: requests_mock.Mocker) -> None:
+    assert failed(verdicts(mock, [mixed({2: 2, 3: 3, 4: 4, 5: 5})])) == set()
+    mock.reset()  # pins on the shared pCPUs
+    assert failed(verdicts(mock, [mixed({2: 0, 3: 1, 4: 16, 5: 17})])) == {"CPU pinning"}
+    mock.reset()  # the mask ignored: vCPU 0 pinned, vCPU 5 floating
+    assert failed(verdicts(mock, [mixed({0: 2, 2: 3, 3: 4, 4: 5})])) == {"mixed dedicated mask"}
+    mock.reset()  # the cell on the other node, its pins on node 0's pCPUs
+    assert failed(verdicts(mock, [mixed({2: 2, 3: 3, 4: 4, 5: 5}, host_node=1)])) == {"CPU pinning"}
+
+
+def test_shared_policy_with_pins_fails(mock: requests_mock.Mocker) -> None:
+    srv = server("s", NOSMT, {"hw:cpu_policy": "shared"}, [node(0, {0: 2})], page_kb=4)
+    assert failed(verdicts(mock, [srv])) == {"CPU pinning"}
+
+
+def test_hidden_admin_fields_need_admin_never_pass(mock: requests_mock.Mocker) -> None:
+    srv = pinned("a")
+    srv["ports"] = [vf_port("a-left", "0000:3b:02.0")]
+    found = verdicts(mock, [srv], admin=False)
+    statuses = {status for _, status in found}
+    assert pc.ADMIN in statuses and pc.FAIL not in statuses
+    assert ("host NUMA node / pinning", pc.ADMIN) in found and ("port binding", pc.ADMIN) in found
+
+
+QAT = {**DEDICATED, "pci_passthrough:alias": "qat-vf:1", "hw:pci_numa_affinity_policy": "required"}
+
+
+def qat_server(rp: str, host_node: int = 0) -> dict[str, Any]:
+    srv = server("q", SMT, QAT, [node(host_node, {0: 2, 1: 3, 2: 4, 3: 5} if host_node == 0 else
+                                      {0: 10, 1: 11, 2: 12, 3: 13})])
+    srv["allocations"] = {"rp-smt": {"resources": {"PCPU": 4, "MEMORY_MB": 4096}},
+                          rp: {"resources": {"CUSTOM_PCI_8086_37C9": 1}}}
+    return srv
+
+
+def test_qat_vf_through_placement(mock: requests_mock.Mocker) -> None:
+    found = verdicts(mock, [qat_server("rp-qat0")])
+    assert failed(found) == set(), found
+    assert ("PCI NUMA affinity", pc.PASS) in found and ("PCI devices (Placement)", pc.PASS) in found
+    mock.reset()  # the VF on node 1, the guest on node 0
+    assert failed(verdicts(mock, [qat_server("rp-qat1")])) == {"PCI NUMA affinity"}
+
+
+def test_qat_without_placement_tracking_is_unknown_not_pass(mock: requests_mock.Mocker) -> None:
+    srv = qat_server("rp-qat0")
+    srv["allocations"] = {"rp-smt": {"resources": {"PCPU": 4}}}
+    assert ("PCI devices (Placement)", pc.UNKNOWN) in verdicts(mock, [srv])
+
+
+def test_qat_allocations_hidden_need_admin(mock: requests_mock.Mocker) -> None:
+    found = verdicts(mock, [qat_server("rp-qat0")], admin=False)
+    assert ("PCI devices (Placement)", pc.ADMIN) in found
+
+
+def test_sriov_vf_against_novas_allocation(mock: requests_mock.Mocker) -> None:
+    srv = pinned("a", specs={**DEDICATED, "hw:pci_numa_affinity_policy": "socket"})
+    srv["ports"] = [vf_port("a-left", "0000:3b:02.1")]
+    found = verdicts(mock, [srv])
+    assert failed(found) == {"VF = Nova's allocation"}
+    assert ("VF = Nova's allocation", pc.HOST_ACCESS) in found
+    mock.reset()
+    ok = Facts({"a": HostFacts(pinning={0: 2, 1: 3, 2: 4, 3: 5}, pci=["0000:3b:02.1"])})
+    assert failed(verdicts(mock, [srv], access=ok)) == set()
+    mock.reset()
+    wrong = Facts({"a": HostFacts(pinning={0: 2, 1: 3, 2: 4, 3: 5}, pci=["0000:3b:02.0"])})
+    assert failed(verdicts(mock, [srv], access=wrong)) == {"VF = Nova's allocation"}
+
+
+def test_vf_on_the_wrong_socket_fails(mock: requests_mock.Mocker) -> None:
+    srv = pinned("a", specs={**DEDICATED, "hw:pci_numa_affinity_policy": "socket"})
+    srv["ports"] = [vf_port("a-left", "0000:af:02.0")]  # the NIC of node 1
+    ok = Facts({"a": HostFacts(pci=["0000:af:02.0"])})
+    assert failed(verdicts(mock, [srv], access=ok)) == {"VF NUMA affinity"}
+
+
+RT = {**DEDICATED, "hw:cpu_thread_policy": "isolate", "hw:emulator_threads_policy": "isolate",
+      "hw:cpu_realtime": "true", "hw:cpu_realtime_mask": "^0"}
+
+
+def test_emulator_threads_need_host_access_then_are_checked(mock: requests_mock.Mocker) -> None:
+    srv = pinned("r", host=NOSMT, specs=RT)
+    found = verdicts(mock, [srv])
+    assert failed(found) == {"emulator threads"} and ("emulator threads", pc.HOST_ACCESS) in found
+    cases = {6: set(), 2: {"emulator threads"}, 0: {"emulator threads"}}  # free pCPU, a vCPU's, a shared one
+    for emu, expected in cases.items():
+        mock.reset()
+        access = Facts({"r": HostFacts(emulator_pcpus={emu}, emulator_policy="isolate")})
+        assert failed(verdicts(mock, [srv], access=access)) == expected, emu
+    mock.reset()
+    none = Facts({"r": HostFacts(emulator_pcpus=set(), emulator_policy="isolate")})
+    assert failed(verdicts(mock, [srv], access=none)) == {"emulator threads"}
+
+
+def test_emulator_threads_on_another_instances_pcpu_fail(mock: requests_mock.Mocker) -> None:
+    srv = pinned("r", host=NOSMT, specs=RT)
+    other = pinned("o", {0: 6, 1: 7}, host=NOSMT)
+    access = Facts({"r": HostFacts(emulator_pcpus={6}, emulator_policy="isolate")})
+    assert "emulator threads" in failed(verdicts(mock, [srv, other], access=access))
+
+
+def test_vhostuser_port_needs_huge_pages(mock: requests_mock.Mocker) -> None:
+    port = {"id": "p1", "name": "s-mgmt", "network_id": "net-mgmt", "binding:vnic_type": "normal",
+            "binding:vif_type": "vhostuser", "binding:host_id": SMT, "binding:profile": {},
+            "binding:vif_details": {}}
+    srv = server("s", SMT, {"hw:cpu_policy": "shared"}, [], ports=[port])
+    assert failed(verdicts(mock, [srv])) == {"vhost-user guest memory"}
+    mock.reset()
+    port["binding:vif_type"] = "ovs"
+    assert failed(verdicts(mock, [srv])) == set()
+
+
+def test_libvirt_domain_xml_host_access(tmp_path: Path) -> None:
+    (tmp_path / "dom.xml").write_text(
+        "<domain><uuid>u-1</uuid><cputune><vcpupin vcpu='0' cpuset='4'/><vcpupin vcpu='1' cpuset='5'/>"
+        "<emulatorpin cpuset='6'/></cputune><devices><hostdev mode='subsystem' type='pci'><source>"
+        "<address domain='0x0000' bus='0x3d' slot='0x02' function='0x1'/></source></hostdev></devices></domain>")
+    facts = LibvirtXml(tmp_path).facts("u-1", None)
+    assert facts is not None
+    assert facts.pinning == {0: 4, 1: 5} and facts.emulator_pcpus == {6} and facts.pci == ["0000:3d:02.1"]
+    assert LibvirtXml(tmp_path).facts("u-2", None) is None
+
+
+def test_report_is_ok_only_when_every_verdict_passes() -> None:
+    v = [pc.Verdict("x", "y", "c", pc.PASS, ""), pc.Verdict("x", "y", "d", pc.HOST_ACCESS, "")]
+    assert pc.passed(v) is False and json.loads(pc.report(v, "s", "json"))["ok"] is False
+    assert pc.passed(v[:1]) is True
+    assert pc.passed([]) is False
+    assert "1 of 2 not passed" in pc.report(v, "s", "text")

@@ -1,0 +1,51 @@
+"""What `nfvcat plan` takes from a cloud's Nova configuration (``--nova-conf nova.conf``): the scheduler's
+``[filter_scheduler] enabled_filters`` and the ``[pci] alias`` entries, so the filters plan models are the
+ones the cloud runs (the dev cloud's: ``.devcloud/etc/nova/nova.conf``)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from nfvcat.errors import UserError
+
+
+def _values(path: Path) -> dict[tuple[str, str], list[str]]:
+    """(section, key) -> values, in order (oslo.config repeats a key for multi-valued options)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UserError(f"--nova-conf {path}: cannot read: {getattr(exc, 'strerror', None) or exc}") from None
+    out: dict[tuple[str, str], list[str]] = {}
+    section = "DEFAULT"
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not line or line.startswith(("#", ";")):
+            continue
+        if line.startswith("["):
+            if not line.endswith("]"):
+                raise UserError(f"{path}:{number}: malformed section header")
+            section = line[1:-1].strip()
+            continue
+        key, sep, value = line.partition("=")
+        if not sep:
+            raise UserError(f"{path}:{number}: expected KEY = VALUE")
+        out.setdefault((section, key.strip()), []).append(value.strip())
+    return out
+
+
+def read(path: str) -> tuple[list[str] | None, list[dict[str, Any]] | None]:
+    """(enabled_filters, pci aliases), None for what the file does not set."""
+    values = _values(Path(path))
+    filters = values.get(("filter_scheduler", "enabled_filters"))
+    aliases = values.get(("pci", "alias"))
+    parsed: list[dict[str, Any]] | None = None
+    if aliases:
+        parsed = []
+        for a in aliases:
+            try:
+                parsed.append(dict(json.loads(a)))
+            except (ValueError, TypeError):
+                raise UserError(f"{path}: [pci] alias {a!r} is not a JSON object") from None
+    return ([f.strip() for f in filters[-1].split(",") if f.strip()] if filters else None), parsed
