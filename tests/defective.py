@@ -52,7 +52,7 @@ def _relative(path: Path | str) -> str:
 def validate(paths: list[Path]) -> list[dict[str, Any]]:
     proc = nfvcat("validate", "--format", "json", "--no-cache", *[str(p) for p in paths])
     assert "Traceback" not in proc.stderr, proc.stderr
-    found = json.loads(proc.stdout)
+    found = json.loads(proc.stdout)["findings"]
     for f in found:
         f["file"] = _relative(f["file"])
         f["message"] = str(f["message"]).replace(str(ROOT), "<root>")
