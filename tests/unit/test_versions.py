@@ -1,15 +1,17 @@
-"""``nfvcat versions`` against a release tag, in a throw-away git repository."""
+"""``nfvcat versions`` against the release record, in throw-away git repositories, their clones and plain
+copies (no tags travel with a clone's submission: the record does)."""
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from nfvcat import versions
+from nfvcat import releases, versions
 from nfvcat.cli import main
 from nfvcat.errors import EXIT_FINDINGS, EXIT_OK
 
@@ -51,10 +53,19 @@ def repo(tmp_path: Path) -> Path:
     (entry / "main.yaml").write_text(TEMPLATE)
     (entry / "CHANGELOG.md").write_text("# Changelog\n\n## 1.0.0\n\n- First.\n")
     git(tmp_path, "init", "-q", "-b", "main")
+    assert main(["release", "--root", str(tmp_path), "--no-tag"]) == EXIT_OK
     git(tmp_path, "add", "-A")
     git(tmp_path, "commit", "-q", "-m", "release 1")
-    git(tmp_path, "tag", "v1")
     return tmp_path
+
+
+@pytest.fixture()
+def clone(repo: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A fresh clone of ``repo``: no tags (there are none anywhere), only the committed record."""
+    dest = tmp_path_factory.mktemp("clone") / "catalog"
+    subprocess.run(["git", "clone", "-q", "--no-tags", str(repo), str(dest)], env=ENV, check=True)
+    assert subprocess.run(["git", "tag"], cwd=dest, capture_output=True, text=True, check=True).stdout == ""
+    return dest
 
 
 def demo(repo: Path) -> Path:
@@ -62,15 +73,14 @@ def demo(repo: Path) -> Path:
 
 
 def report_of(repo: Path, against: str | None = None) -> versions.EntryReport:
-    tag, reports = versions.compare(str(repo), against)
-    assert tag == "v1"
+    where, reports = versions.compare(str(repo), against)
+    assert where == (f"{against}:RELEASES.yaml" if against else "RELEASES.yaml")
     (r,) = [r for r in reports if r.entry == "templates/heat/demo"]
     return r
 
 
 def test_unchanged_is_clean(repo: Path) -> None:
-    tag, reports = versions.compare(str(repo))
-    assert tag == "v1"
+    _, reports = versions.compare(str(repo))
     assert sorted(r.entry for r in reports) == ["flavors/f1", "templates/heat/demo"]
     assert all(not r.errors and not r.changed_files for r in reports)
 
@@ -134,19 +144,96 @@ def test_new_and_removed_entries_are_notes(repo: Path) -> None:
     (new / "entry.yaml").write_text("name: h1\nversion: 1.0.0\nkind: hook\ndescription: d\n")
     _, reports = versions.compare(str(repo))
     by = {r.entry: r for r in reports}
-    assert by["hooks/h1"].notes == ["new entry (not in v1)"] and not by["hooks/h1"].errors
-    assert by["flavors/f1"].notes == ["entry removed since v1"]
+    assert by["hooks/h1"].notes == ["new entry (not in RELEASES.yaml)"] and not by["hooks/h1"].errors
+    assert by["flavors/f1"].notes == ["entry removed since RELEASES.yaml"]
 
 
-def test_compare_with_explicit_older_tag(repo: Path) -> None:
+# The two cases of issue 16, in a fresh clone without a single tag: both passed when the gate used tags.
+def test_clone_change_without_bump_fails(clone: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["versions", "--root", str(clone)]) == EXIT_OK
+    (demo(clone) / "main.yaml").write_text(TEMPLATE.replace("description: VLAN.", "description: VLAN id."))
+    assert main(["versions", "--root", str(clone)]) == EXIT_FINDINGS
+    assert "templates/heat/demo: error: files changed without a version bump (still 1.0.0): main.yaml" \
+        in capsys.readouterr().out
+
+
+def test_clone_removed_parameter_with_minor_bump_fails(clone: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (demo(clone) / "main.yaml").write_text(TEMPLATE.replace("  vlan:\n    type: number\n    description: VLAN.\n"
+                                                            "    default: 110\n", ""))
+    (demo(clone) / "entry.yaml").write_text(ENTRY.format(v="1.1.0"))
+    assert main(["versions", "--root", str(clone)]) == EXIT_FINDINGS
+    assert "incompatible interface change needs a major version bump (have 1.0.0 -> 1.1.0): parameter 'vlan' " \
+        "removed or renamed" in capsys.readouterr().out
+
+
+def test_plain_copy_without_git(repo: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
+    copy = tmp_path_factory.mktemp("copy") / "catalog"
+    shutil.copytree(repo, copy, ignore=shutil.ignore_patterns(".git"))
+    assert all(not r.errors and not r.changed_files for r in versions.compare(str(copy))[1])
+    (demo(copy) / "main.yaml").write_text(TEMPLATE + "# comment\n")
+    assert any("without a version bump" in e for e in report_of(copy).errors)
+
+
+def test_against_a_ref_reads_the_committed_record(repo: Path) -> None:
     (demo(repo) / "entry.yaml").write_text(ENTRY.format(v="1.0.1"))
     (demo(repo) / "CHANGELOG.md").write_text("# Changelog\n\n## 1.0.1\n\n- Fix.\n")
-    git(repo, "commit", "-q", "-am", "release 1.0.1")
-    git(repo, "tag", "v2")
-    tag, reports = versions.compare(str(repo))
-    assert tag == "v2" and all(not r.changed_files for r in reports)
-    r = report_of(repo, "v1")
+    assert main(["release", "--root", str(repo), "--no-tag"]) == EXIT_OK
+    git(repo, "commit", "-q", "-am", "release 2")
+    _, reports = versions.compare(str(repo))
+    assert all(not r.changed_files for r in reports)
+    r = report_of(repo, "HEAD~1")
     assert r.version_old == "1.0.0" and r.version_new == "1.0.1" and not r.errors
+    assert "1.0.1" in (repo / "RELEASES.yaml").read_text()
+
+
+def test_release_refuses_a_failing_catalog(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    before = (repo / "RELEASES.yaml").read_text()
+    (demo(repo) / "main.yaml").write_text(TEMPLATE + "# comment\n")
+    assert main(["release", "--root", str(repo), "--no-tag"]) == EXIT_FINDINGS
+    assert "not released: 1 entries fail" in capsys.readouterr().out
+    assert (repo / "RELEASES.yaml").read_text() == before
+
+
+def test_release_is_idempotent_and_tags_the_committed_record(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["release", "--root", str(repo)]) == EXIT_OK
+    out = capsys.readouterr().out
+    assert "release 1, 2 entries (unchanged)" in out
+    assert "tagged templates/heat/demo/v1.0.0" in out and "tagged flavors/f1/v1.0.0" in out
+    assert main(["release", "--root", str(repo)]) == EXIT_OK
+    assert "tagged" not in capsys.readouterr().out
+    (demo(repo) / "entry.yaml").write_text(ENTRY.format(v="1.0.1"))
+    assert main(["release", "--root", str(repo)]) == EXIT_OK
+    assert "commit RELEASES.yaml first" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("old", "new", "expected"), [
+    ({"flavours": {"default": {"parameters": {}}}}, {"flavours": {}}, "flavour 'default' removed or renamed"),
+    ({"flavours": {"default": {"parameters": {"a": {"type": "string"}}}}},
+     {"flavours": {"default": {"parameters": {"a": {"type": "integer"}}}}},
+     "flavour 'default': input 'a' retyped from string to integer"),
+    ({"extra_specs": {"hw:cpu_policy": "dedicated"}}, {"extra_specs": {"hw:cpu_policy": "shared"}},
+     "extra spec 'hw:cpu_policy' changed from 'dedicated' to 'shared'"),
+    ({"extra_specs": {"hw:numa_nodes": "1"}}, {"extra_specs": {}}, "extra spec 'hw:numa_nodes' removed"),
+    ({"placeholders": ["A"]}, {"placeholders": ["A", "B"]},
+     "new placeholder '__B__' that existing templates do not fill"),
+])
+def test_breaking_changes_of_other_kinds(old: dict[str, object], new: dict[str, object], expected: str) -> None:
+    assert versions.breaking_changes(old, new) == [expected]
+
+
+def test_compatible_changes_of_other_kinds() -> None:
+    assert versions.breaking_changes({"extra_specs": {"a": "1"}, "placeholders": ["A", "B"]},
+                                     {"extra_specs": {"a": "1", "b": "2"}, "placeholders": ["A"]}) == []
+
+
+def test_interface_of_a_hook_and_a_vnfd() -> None:
+    hook = "#cloud-config\n# tokens look like __NAME__\nruncmd:\n  - echo __PEER__ __MTU__ __PEER__\n"
+    assert releases.interface("hook", None, {}, hook) == {"placeholders": ["MTU", "PEER"]}
+    df = {"topology_template": {"inputs": {"descriptor_id": {"type": "string"}, "n": {"type": "integer",
+                                                                                      "default": 2}},
+                                "substitution_mappings": {"properties": {"flavour_id": "small"}}}}
+    assert releases.interface("vnfd", {}, {"Definitions/df.yaml": df}) == {"flavours": {"small": {"parameters": {
+        "descriptor_id": {"type": "string"}, "n": {"type": "integer", "default": 2}}}}}
 
 
 def test_command_exit_codes_and_json(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -156,16 +243,22 @@ def test_command_exit_codes_and_json(repo: Path, capsys: pytest.CaptureFixture[s
     assert "templates/heat/demo: error: files changed without a version bump" in capsys.readouterr().out
     assert main(["versions", "--root", str(repo), "--format", "json"]) == EXIT_FINDINGS
     data = json.loads(capsys.readouterr().out)
-    assert data["against"] == "v1" and data["ok"] is False
+    assert data["against"] == "RELEASES.yaml" and data["ok"] is False
 
 
-def test_command_unknown_tag(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_command_unknown_ref(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["versions", "--root", str(repo), "--against", "nope"]) == 1
-    assert "nfvcat: error: git rev-parse" in capsys.readouterr().err
+    assert "nfvcat: error: no RELEASES.yaml at nope" in capsys.readouterr().err
 
 
-def test_no_tag_is_first_release(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_no_record_fails(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "flavors").mkdir()
     git(tmp_path, "init", "-q")
-    assert main(["versions", "--root", str(tmp_path)]) == EXIT_OK
-    assert "no release tag" in capsys.readouterr().out
+    assert main(["versions", "--root", str(tmp_path)]) == EXIT_FINDINGS
+    assert "no release record" in capsys.readouterr().err
+
+
+def test_corrupt_record_is_one_line(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (repo / "RELEASES.yaml").write_text("format: 1\nentries: [\n")
+    assert main(["versions", "--root", str(repo)]) == 1
+    assert "RELEASES.yaml: not YAML" in capsys.readouterr().err

@@ -1,34 +1,39 @@
-"""Version discipline of catalog entries, checked against the previous release (a git tag).
+"""Version discipline of catalog entries, checked against the release record (``RELEASES.yaml``).
 
 Rules, per entry (a directory with an ``entry.yaml``):
 
 - any change to the entry's files needs a higher ``version`` than at the tag;
 - the version never goes down and is valid semver;
-- for HOT entries, removing, renaming or retyping a parameter or an output, or adding a parameter without
-  a default, breaks existing stacks and environment files: it needs a major bump (for 0.x versions a
-  minor bump, as semver allows anything before 1.0.0);
+- removing, renaming or retyping a parameter or an output, or adding a parameter without a default (and
+  the like for VNFD flavours, flavor extra specs and hook placeholders: see ``breaking_changes``) breaks
+  existing users: it needs a major bump (for 0.x versions a minor bump, as semver allows anything before
+  1.0.0);
 - a major bump needs an "Upgrading to X.0.0" note in the entry's CHANGELOG.md.
 
-Old files are read with ``git show TAG:path``; new files are the working tree (tracked and untracked,
-minus ignored files), so the check runs before a commit as well as in CI.
+The record holds the sha256 of every released file and the interface, so no old file and no git tag is
+needed: the check runs the same in a fresh clone, in CI and before a commit (new files count as soon as
+they exist, minus git-ignored ones).
 """
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from nfvcat import yamlpos
-from nfvcat.catalog import CATALOG_DIRS
+from nfvcat import releases
 
 _SEMVER = re.compile(r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-([0-9A-Za-z.-]+))?$")
 
 
 class VersionsError(Exception):
-    """git or the repository cannot answer (one line for the user)."""
+    """git, the record or the repository cannot answer (one line for the user); ``missing`` when there is no
+    record at all, which fails the check rather than passing it."""
+
+    def __init__(self, message: str, missing: bool = False):
+        super().__init__(message)
+        self.missing = missing
 
 
 @dataclass(frozen=True, order=True)
@@ -73,99 +78,44 @@ class EntryReport:
         }
 
 
-class Repo:
-    """The few git questions this check asks, for the repository holding ``path``."""
-
-    def __init__(self, path: str):
-        self.top = self._run(os.path.abspath(path), "rev-parse", "--show-toplevel").strip()
-
-    @staticmethod
-    def _run(cwd: str, *args: str, binary: bool = False) -> Any:
-        try:
-            proc = subprocess.run(["git", *args], cwd=cwd, capture_output=True, check=False, timeout=60)
-        except FileNotFoundError:
-            raise VersionsError("git is not installed") from None
-        except subprocess.TimeoutExpired:
-            raise VersionsError(f"git {args[0]} timed out") from None
-        if proc.returncode != 0:
-            msg = proc.stderr.decode("utf-8", "replace").strip().splitlines()
-            raise VersionsError(f"git {' '.join(args[:2])}: {msg[-1] if msg else 'failed'}")
-        return proc.stdout if binary else proc.stdout.decode("utf-8", "replace")
-
-    def git(self, *args: str, binary: bool = False) -> Any:
-        return self._run(self.top, *args, binary=binary)
-
-    def last_tag(self) -> str | None:
-        try:
-            return str(self.git("describe", "--tags", "--abbrev=0")).strip() or None
-        except VersionsError:
-            return None
-
-    def check_ref(self, ref: str) -> None:
-        self.git("rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
-
-    def files_at(self, ref: str, dirs: list[str]) -> list[str]:
-        out = self.git("ls-tree", "-r", "--name-only", "-z", ref, "--", *dirs)
-        return [p for p in str(out).split("\0") if p]
-
-    def show(self, ref: str, path: str) -> bytes:
-        return bytes(self.git("show", f"{ref}:{path}", binary=True))
-
-    def files_now(self, dirs: list[str]) -> list[str]:
-        out = self.git("ls-files", "--cached", "--others", "--exclude-standard", "-z", "--", *dirs)
-        return sorted({p for p in str(out).split("\0") if p and os.path.isfile(os.path.join(self.top, p))})
-
-    def read_now(self, path: str) -> bytes:
-        with open(os.path.join(self.top, path), "rb") as f:
-            return f.read()
-
-
-def _load(raw: bytes) -> Any:
-    try:
-        return yamlpos.load(raw.decode("utf-8"))[0]
-    except (UnicodeDecodeError, yamlpos.DocumentError):
-        return None
-
-
-def _group(paths: list[str]) -> dict[str, list[str]]:
-    """Files grouped by the entry directory (deepest directory with an entry.yaml) they belong to."""
-    entries = sorted({os.path.dirname(p) for p in paths if os.path.basename(p) == "entry.yaml"},
-                     key=len, reverse=True)
-    grouped: dict[str, list[str]] = {e: [] for e in entries}
-    for p in paths:
-        for e in entries:
-            if p.startswith(e + "/"):
-                grouped[e].append(p)
-                break
-    return grouped
-
-
-def interface(template: Any) -> tuple[dict[str, dict[str, Any]], set[str]]:
-    """Parameters (name -> spec) and output names of a parsed HOT template."""
-    if not isinstance(template, dict):
-        return {}, set()
-    params = template.get("parameters")
-    outputs = template.get("outputs")
-    p = {str(k): (v if isinstance(v, dict) else {}) for k, v in params.items()} if isinstance(params, dict) else {}
-    o = {str(k) for k in outputs} if isinstance(outputs, dict) else set()
-    return p, o
-
-
-def breaking_changes(old: Any, new: Any) -> list[str]:
-    """What in a HOT template's parameters and outputs breaks existing stacks and environment files."""
-    old_p, old_o = interface(old)
-    new_p, new_o = interface(new)
+def _params_breaking(old: Any, new: Any, what: str) -> list[str]:
+    old = old if isinstance(old, dict) else {}
+    new = new if isinstance(new, dict) else {}
     out: list[str] = []
-    for name, spec in old_p.items():
-        if name not in new_p:
-            out.append(f"parameter '{name}' removed or renamed")
-        elif str(spec.get("type")) != str(new_p[name].get("type")):
-            out.append(f"parameter '{name}' retyped from {spec.get('type')} to {new_p[name].get('type')}")
-    for name, spec in new_p.items():
-        if name not in old_p and "default" not in spec:
-            out.append(f"new parameter '{name}' has no default")
-    for name in sorted(old_o - new_o):
+    for name, spec in old.items():
+        spec = spec if isinstance(spec, dict) else {}
+        if name not in new:
+            out.append(f"{what} '{name}' removed or renamed")
+        elif str(spec.get("type")) != str((new[name] or {}).get("type")):
+            out.append(f"{what} '{name}' retyped from {spec.get('type')} to {(new[name] or {}).get('type')}")
+    for name, spec in new.items():
+        if name not in old and "default" not in (spec if isinstance(spec, dict) else {}):
+            out.append(f"new {what} '{name}' has no default")
+    return out
+
+
+def breaking_changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """What in an entry's interface (as ``releases.interface`` gives it) breaks its users: stacks and
+    environment files (parameters, outputs), instantiation requests (VNFD flavours and their inputs), servers
+    placed by a flavor (its extra specs), templates filling a hook (its placeholders)."""
+    out = _params_breaking(old.get("parameters"), new.get("parameters"), "parameter")
+    for name in sorted(set(old.get("outputs") or []) - set(new.get("outputs") or [])):
         out.append(f"output '{name}' removed or renamed")
+    old_fl, new_fl = old.get("flavours") or {}, new.get("flavours") or {}
+    for fl in sorted(old_fl):
+        if fl not in new_fl:
+            out.append(f"flavour '{fl}' removed or renamed")
+        else:
+            out += [f"flavour '{fl}': {b}" for b in _params_breaking(
+                (old_fl[fl] or {}).get("parameters"), (new_fl[fl] or {}).get("parameters"), "input")]
+    old_es, new_es = old.get("extra_specs") or {}, new.get("extra_specs") or {}
+    for key in sorted(old_es):
+        if key not in new_es:
+            out.append(f"extra spec '{key}' removed")
+        elif str(old_es[key]) != str(new_es[key]):
+            out.append(f"extra spec '{key}' changed from {old_es[key]!r} to {new_es[key]!r}")
+    for name in sorted(set(new.get("placeholders") or []) - set(old.get("placeholders") or [])):
+        out.append(f"new placeholder '__{name}__' that existing templates do not fill")
     return out
 
 
@@ -173,63 +123,54 @@ def _changelog_has_upgrade_note(text: str, version: Version) -> bool:
     return f"upgrading to {version.major}.0.0" in text.lower()
 
 
-def compare(root: str, against: str | None = None) -> tuple[str | None, list[EntryReport]]:
-    """Compare every entry under ``root`` with the tag ``against`` (default: the last tag).
-
-    Returns the tag used (None when the repository has no tag) and one report per entry.
-    """
-    repo = Repo(root)
-    tag = against or repo.last_tag()
-    prefix = os.path.relpath(os.path.abspath(root), repo.top)
-    prefix = "" if prefix == "." else prefix.replace(os.sep, "/") + "/"
-    dirs = [prefix + d for d in CATALOG_DIRS]
-    now = _group(repo.files_now(dirs))
-    if tag is None:
-        return None, [EntryReport(e, notes=["no previous release"]) for e in sorted(now)]
-    repo.check_ref(tag)
-    then = _group(repo.files_at(tag, dirs))
+def compare(root: str, against: str | None = None) -> tuple[str, list[EntryReport]]:
+    """Compare every entry under ``root`` with the release record (``RELEASES.yaml`` in the working tree, or
+    as committed at git ref ``against``). Returns where the record came from and one report per entry."""
+    base = Path(root).resolve()
+    try:
+        record = releases.read_record(base, against)
+    except (OSError, releases.RecordError) as exc:
+        raise VersionsError(str(exc)) from None
+    where = f"{against}:{releases.RECORD_NAME}" if against else releases.RECORD_NAME
+    if record is None:
+        raise VersionsError(f"no release record {base / releases.RECORD_NAME}: run `nfvcat release` to record "
+                            "the first release", missing=True)
+    then: dict[str, Any] = record["entries"]
+    now = releases.snapshot(base)
     reports: list[EntryReport] = []
-    for entry in sorted(set(now) | set(then)):
-        report = EntryReport(entry)
+    for name in sorted(set(now) | set(then)):
+        report = EntryReport(name)
         reports.append(report)
-        if entry not in then:
-            meta = _load(repo.read_now(f"{entry}/entry.yaml"))
-            report.version_new = str(meta.get("version")) if isinstance(meta, dict) else None
-            report.notes.append(f"new entry (not in {tag})")
-            if parse_version(report.version_new) is None:
-                report.errors.append(f"version {report.version_new!r} is not semver (MAJOR.MINOR.PATCH)")
+        cur = now.get(name)
+        if name not in then and cur is not None:
+            report.version_new = cur.version
+            report.notes.append(f"new entry (not in {where})")
+            if parse_version(cur.version) is None:
+                report.errors.append(f"version {cur.version!r} is not semver (MAJOR.MINOR.PATCH)")
             continue
-        if entry not in now:
-            report.notes.append(f"entry removed since {tag}")
+        if cur is None:
+            report.notes.append(f"entry removed since {where}")
             continue
-        old_files = {p: repo.show(tag, p) for p in then[entry]}
-        new_files = {p: repo.read_now(p) for p in now[entry]}
+        old = then[name]
+        old_files = {str(k): str(v) for k, v in old["files"].items()}
         report.changed_files = sorted(
-            p for p in set(old_files) | set(new_files) if old_files.get(p) != new_files.get(p))
-        old_meta = _load(old_files.get(f"{entry}/entry.yaml", b""))
-        new_meta = _load(new_files.get(f"{entry}/entry.yaml", b""))
-        old_meta = old_meta if isinstance(old_meta, dict) else {}
-        new_meta = new_meta if isinstance(new_meta, dict) else {}
-        report.version_old = str(old_meta.get("version")) if "version" in old_meta else None
-        report.version_new = str(new_meta.get("version")) if "version" in new_meta else None
-        old_v, new_v = parse_version(old_meta.get("version")), parse_version(new_meta.get("version"))
+            f"{name}/{p}" for p in set(old_files) | set(cur.files) if old_files.get(p) != cur.files.get(p))
+        report.version_old = None if old.get("version") is None else str(old.get("version"))
+        report.version_new = cur.version
+        old_v, new_v = parse_version(report.version_old), parse_version(cur.version)
         if new_v is None:
-            report.errors.append(f"version {report.version_new!r} is not semver (MAJOR.MINOR.PATCH)")
+            report.errors.append(f"version {cur.version!r} is not semver (MAJOR.MINOR.PATCH)")
             continue
         if old_v is not None and new_v < old_v:
             report.errors.append(f"version went down from {old_v} to {new_v}")
             continue
         bumped = old_v is None or new_v > old_v
         if report.changed_files and not bumped:
-            shown = ", ".join(p[len(entry) + 1:] for p in report.changed_files[:5])
+            shown = ", ".join(p[len(name) + 1:] for p in report.changed_files[:5])
             more = f" and {len(report.changed_files) - 5} more" if len(report.changed_files) > 5 else ""
             report.errors.append(f"files changed without a version bump (still {new_v}): {shown}{more}")
-        if new_meta.get("kind") == "heat" and isinstance(new_meta.get("template"), str):
-            old_tpl_name = old_meta.get("template") if isinstance(old_meta.get("template"), str) else None
-            old_raw = old_files.get(f"{entry}/{old_tpl_name}") if old_tpl_name else None
-            new_raw = new_files.get(f"{entry}/{new_meta['template']}")
-            if old_raw is not None and new_raw is not None:
-                report.breaking = breaking_changes(_load(old_raw), _load(new_raw))
+        old_if = old.get("interface") if isinstance(old.get("interface"), dict) else {}
+        report.breaking = breaking_changes(old_if, cur.interface)
         if report.breaking and old_v is not None:
             major_bumped = new_v.major > old_v.major or (
                 old_v.major == 0 and (new_v.major, new_v.minor) > (old_v.major, old_v.minor))
@@ -238,8 +179,9 @@ def compare(root: str, against: str | None = None) -> tuple[str | None, list[Ent
                     f"incompatible interface change needs a major version bump (have {old_v} -> {new_v}): "
                     + "; ".join(report.breaking))
         if old_v is not None and new_v.major > old_v.major:
-            changelog = new_files.get(f"{entry}/CHANGELOG.md", b"").decode("utf-8", "replace")
-            if not _changelog_has_upgrade_note(changelog, new_v):
+            changelog = (base / name / "CHANGELOG.md")
+            text = changelog.read_text(encoding="utf-8", errors="replace") if changelog.is_file() else ""
+            if not _changelog_has_upgrade_note(text, new_v):
                 report.errors.append(f"major bump to {new_v} without an 'Upgrading to {new_v.major}.0.0' "
                                      "note in CHANGELOG.md")
-    return tag, reports
+    return where, reports

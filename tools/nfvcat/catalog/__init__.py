@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-CATALOG_DIRS = ("flavors", "templates", "vnfd", "hooks")
+CATALOG_DIRS = ("flavors", "templates", "vnfd", "hooks", "images")
 SUFFIXES = (".yaml", ".yml", ".json", ".zip", ".csar", ".cfg")
 SITE_PROFILE = Path("templates") / "site-profile.yaml"
 

@@ -18,7 +18,7 @@ from nfvcat.errors import UserError
 
 ENTRY_FILE = "entry.yaml"
 KIND_DIRS = {"heat": ("templates", "heat"), "tosca": ("templates", "tosca"), "vnfd": ("vnfd",),
-             "flavor": ("flavors",), "hook": ("hooks",)}
+             "flavor": ("flavors",), "hook": ("hooks",), "image": ("images",)}
 
 
 @cache
@@ -120,14 +120,3 @@ def find(root: Path, name: str, kind: str) -> Entry:
             return e
     where = "/".join(KIND_DIRS[kind])
     raise UserError(f"no {kind} entry '{name}' in {where} (known: {', '.join(e.name for e in known)})")
-
-
-
-def required_images(root: Path) -> list[dict[str, Any]]:
-    """Every image some HOT entry needs (``images:`` of its entry.yaml), once per name."""
-    seen: dict[str, dict[str, Any]] = {}
-    for e in entries(root, "heat"):
-        for img in e.images:
-            if img.get("name"):
-                seen.setdefault(str(img["name"]), img)
-    return list(seen.values())

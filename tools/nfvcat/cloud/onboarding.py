@@ -16,7 +16,6 @@ from nfvcat.errors import EXIT_ENGINE, EXIT_FINDINGS, UserError
 
 FLAVOR_MICROVERSION = "2.86"  # Nova validates extra specs from 2.86 on
 NETWORK_STACK = "nfvcat-provider-networks"
-PLACEHOLDER = "0" * 64
 
 
 @dataclass
@@ -66,29 +65,57 @@ class GlanceHash:
         return self.cache[algo]
 
 
-def image_file(img: dict[str, Any], image_dir: Path, overrides: dict[str, Path]) -> Path | None:
-    if img["name"] in overrides:
-        return overrides[img["name"]]
-    cand = image_dir / str(img.get("file") or f"{img['name']}.qcow2")
-    return cand if cand.is_file() else None
+def image_file(img: dict[str, Any], root: Path, image_dir: Path | None, overrides: dict[str, Path]) -> Path | None:
+    """The file to upload for a catalog image: ``--image NAME=FILE`` (NAME the Glance name or the image
+    entry), else ``--image-dir``/NAME-VERSION.qcow2, else the build `nfvcat image build` made of its lock."""
+    for key in (str(img["name"]), str(img.get("image"))):
+        if key in overrides:
+            return overrides[key]
+    if image_dir is not None:
+        cand = image_dir / str(img.get("file") or f"{img['name']}.qcow2")
+        return cand if cand.is_file() else None
+    from nfvcat.images import build, recipe
+
+    hit = build.cached(recipe.load(str(img["image"]), root)) if img.get("image") else None
+    return hit.disk if hit is not None else None
 
 
-def images(conn: Any, root: Path, image_dir: Path, overrides: dict[str, Path], dry_run: bool,
+def verified(img: dict[str, Any], path: Path) -> str:
+    """The file's sha256 when it is the catalog image's (its lock's sha256); anything else is refused before a
+    byte is uploaded. There is no way around it: an image that was never built has no checksum to trust."""
+    name = str(img["name"])
+    want = str((img.get("checksum") or {}).get("value") or "").lower()
+    where = f"images/{img.get('image')} {img.get('version')}"
+    if not want:
+        raise UserError(f"image {name}: {where} has no lock, so no sha256 to verify {path} against: run "
+                        f"`nfvcat image build {img.get('image')}`", EXIT_FINDINGS)
+    digest = file_hash(path, "sha256")
+    if digest != want:
+        raise UserError(f"image {name}: {path} has sha256 {digest}, {where} is {want}: not uploaded", EXIT_FINDINGS)
+    return digest
+
+
+def images(conn: Any, root: Path, image_dir: Path | None, overrides: dict[str, Path], dry_run: bool,
            say: Any) -> list[Action]:
+    from nfvcat.images import refs
+
     out = []
-    for img in entries.required_images(root):
-        name = str(img["name"])
-        path = image_file(img, image_dir, overrides)
+    known = refs.glance_images(root)
+    names = {str(i["name"]) for i in known} | {str(i.get("image")) for i in known}
+    unknown = sorted(set(overrides) - names)
+    if unknown:
+        raise UserError(f"--image {unknown[0]}=...: no catalog image of that name (known: {', '.join(sorted(names))})")
+    files: list[tuple[dict[str, Any], Path, str]] = []
+    for img in known:  # every file is found and verified before anything is uploaded
+        path = image_file(img, root, image_dir, overrides)
         if path is None:
-            out.append(Action("image", name, "skip", f"no file {img.get('file')} in {image_dir} (--image-dir)"))
-            continue
-        want = str((img.get("checksum") or {}).get("value") or "").lower()
-        algo = str((img.get("checksum") or {}).get("algorithm") or "sha256").lower()
-        digest = file_hash(path, algo)
-        if want and want != PLACEHOLDER and digest != want:
-            raise UserError(f"image {name}: {path} has {algo} {digest}, the catalog says {want}", EXIT_FINDINGS)
-        note = " (catalog checksum is a placeholder: not verified)" if want in ("", PLACEHOLDER) else " (verified)"
-        file_sha = digest if algo == "sha256" else file_hash(path)
+            hint = f"no {img.get('file')} in {image_dir}" if image_dir else "not built"
+            raise UserError(f"image {img['name']}: {hint}: run `nfvcat image build {img.get('image')}` or pass "
+                            f"--image {img['name']}=FILE", EXIT_FINDINGS)
+        files.append((img, path, verified(img, path)))
+    for img, path, file_sha in files:
+        name = str(img["name"])
+        note = " (verified)"
         glance_hash = GlanceHash(path)
         props = {k: str(v) for k, v in (img.get("properties") or {}).items()}
         existing = call(conn.image, "GET", f"/images?name={name}", f"image {name}")["images"]

@@ -1,4 +1,5 @@
-"""``nfvcat docs``: generate the parameter and output tables of every HOT entry's README.
+"""``nfvcat docs``: generate the parameter and output tables of every HOT entry's README, and the image
+checksums of every entry (entry.yaml, a VNFD's sw_image_data) from the image locks.
 
 ``--check`` writes nothing and reports drift."""
 
@@ -7,9 +8,11 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from typing import Any
 
-from nfvcat import catalog, readme_tables
+from nfvcat import catalog, readme_tables, vnfd_ids
 from nfvcat.errors import EXIT_FINDINGS, EXIT_OK, UserError
+from nfvcat.images import refs
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -18,7 +21,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="generate README parameter/output tables of HOT entries",
         description="Write the parameter and output tables of each HOT entry into its README.md, between "
         f"the lines {readme_tables.BEGIN} and {readme_tables.END}. With --check, change nothing and exit "
-        f"{EXIT_FINDINGS} naming every entry whose README drifted from its template.",
+        f"{EXIT_FINDINGS} naming every entry whose README drifted from its template. Also writes each image "
+        "reference's checksum (entry.yaml images:, the VNFD's sw_image_data version, hash and size) from "
+        "images/NAME/image.lock, and reports its drift with --check.",
     )
     parser.add_argument("paths", nargs="*", metavar="PATH",
                         help="entry directories or catalog trees (default: the whole catalog)")
@@ -58,6 +63,20 @@ def run(args: argparse.Namespace) -> int:
             print(f"{entry.name}: {shown}: {outcome.message}", file=sys.stderr)
         elif outcome.status == "updated":
             print(f"{entry.name}: updated {shown}")
+    root = catalog.find_root()
+    generated: list[tuple[str, Any]] = []
+    if root is not None and not args.paths:
+        write = not args.check
+        generated = [("image checksums", x) for x in refs.sync(root, write)]
+        generated += [("descriptor_id, descriptor_version", x) for x in vnfd_ids.sync(root, write)]
+    for what, item in generated:
+        shown = os.path.relpath(item.path)
+        if item.status == "drift":
+            failed += 1
+            print(f"{shown}: {what} differ from what the image locks and entry versions give (run `nfvcat docs`)")
+        else:
+            print(f"updated {shown} ({what})")
     if args.check and not failed:
-        print(f"{len(entries)} README(s) up to date")
+        also = "" if args.paths else "; image checksums and VNFD identities too"
+        print(f"{len(entries)} README(s) up to date{also}")
     return EXIT_FINDINGS if failed else EXIT_OK

@@ -20,10 +20,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--dry-run", action="store_true", help="print the plan, change nothing")
     p.add_argument("--only", action="append", choices=["images", "flavors", "networks", "packages"],
                    help="only these steps (repeatable; default all)")
-    p.add_argument("--image-dir", default=os.environ.get("NFVCAT_IMAGE_DIR", "images"),
-                   help="where the entries' image files are (default: images/ or $NFVCAT_IMAGE_DIR)")
+    p.add_argument("--image-dir", default=os.environ.get("NFVCAT_IMAGE_DIR"),
+                   help="where the image files are, as `nfvcat image build -o DIR` names them (IMAGE-VERSION.qcow2; "
+                   "default: $NFVCAT_IMAGE_DIR, else the builds of `nfvcat image build`)")
     p.add_argument("--image", action="append", default=[], metavar="NAME=FILE",
-                   help="the file of one image (checked against the entry's checksum)")
+                   help="the file of one image (NAME: its Glance name or image entry); every file is verified "
+                   "against its image lock's sha256 before anything is uploaded")
     p.add_argument("--timeout", type=float, default=600, help="seconds to wait for the network stack")
     p.set_defaults(func=run)
 
@@ -50,7 +52,8 @@ def run(args: argparse.Namespace) -> int:
     plan = onboarding.Plan()
     with cloud_errors("onboard"):
         if "images" in steps:
-            plan.add(*onboarding.images(conn, root, Path(args.image_dir), overrides, args.dry_run, say))
+            plan.add(*onboarding.images(conn, root, Path(args.image_dir) if args.image_dir else None, overrides,
+                                        args.dry_run, say))
         if "flavors" in steps:
             plan.add(*onboarding.flavors(conn, root, args.dry_run))
         if "networks" in steps:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import argparse
 import os
+from pathlib import Path
+from typing import Any
 
 
 def parameter(value: str) -> tuple[str, str]:
@@ -29,6 +31,22 @@ def add_environments(p: argparse.ArgumentParser,
 def add_format(p: argparse.ArgumentParser, *extra: str) -> None:
     """``--format text|json`` (plus ``extra`` formats, e.g. sarif)."""
     p.add_argument("--format", choices=("text", "json", *extra), default="text", help="output format")
+
+
+def add_sign(p: argparse.ArgumentParser) -> None:
+    """``--sign-key`` and ``--sign-cert``: sign VNF packages' manifests (CMS, SOL004)."""
+    p.add_argument("--sign-key", metavar="KEY", help="PEM private key: sign the manifest with CMS (SOL004)")
+    p.add_argument("--sign-cert", metavar="CERT", help="PEM certificate of --sign-key, put in the package")
+
+
+def signer(args: argparse.Namespace) -> tuple[Any, Any] | None:
+    """The loaded (key, certificate) of --sign-key/--sign-cert, or None."""
+    from nfvcat import signing
+    from nfvcat.errors import UserError
+
+    if bool(args.sign_key) != bool(args.sign_cert):
+        raise UserError("--sign-key and --sign-cert go together")
+    return signing.load_signer(Path(args.sign_key), Path(args.sign_cert)) if args.sign_key else None
 
 
 def add_cloud(p: argparse.ArgumentParser) -> None:

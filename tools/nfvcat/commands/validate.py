@@ -37,6 +37,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="the paths are a list (a pre-commit hook's): skip files that are none of nfvcat's kinds")
     p.add_argument("--show-suppressed", action="store_true",
                    help="list the findings suppressed by templates, comments and .nfvcat.yaml")
+    p.add_argument("--require-signed", action="store_true",
+                   help="a VNF package without a signed manifest is an error (E4006)")
+    p.add_argument("--trust-ca", metavar="FILE",
+                   help="PEM CA certificate(s) a signed package's certificate must chain to (E4006)")
     p.set_defaults(func=run)
 
 
@@ -56,7 +60,8 @@ def run(args: argparse.Namespace) -> int:
             raise UserError(f"environment file {env}: {exc.strerror}") from None
     proj = project.load()
     options = Options(environments=args.environment, parameters=dict(args.parameter), site=args.site or proj.site,
-                      use_cache=not args.no_cache, project=proj, skip_unknown=args.skip_unknown)
+                      use_cache=not args.no_cache, project=proj, skip_unknown=args.skip_unknown,
+                      require_signed=args.require_signed, trust_ca=args.trust_ca)
     report = None
     if not (args.no_server or client.disabled()):
         report = client.validate(args.paths, options)

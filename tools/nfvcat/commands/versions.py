@@ -1,4 +1,4 @@
-"""``nfvcat versions``: check entry versions against the previous release (the last git tag)."""
+"""``nfvcat versions``: check entry versions against the release record (``RELEASES.yaml``)."""
 
 from __future__ import annotations
 
@@ -7,20 +7,22 @@ import json
 
 from nfvcat import catalog, versions
 from nfvcat.commands import options
-from nfvcat.errors import EXIT_FINDINGS, EXIT_OK, UserError
+from nfvcat.errors import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, UserError
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "versions",
         help="check that changed entries bumped their version",
-        description="Compare each catalog entry with the previous release (default: the last tag, "
-        "`git describe --tags --abbrev=0`). Fails (exit 2) when an entry's files changed without a version "
-        "bump, when a HOT parameter or output was removed, renamed or retyped (or a parameter without a "
-        "default added) without a major bump, or when a major bump has no 'Upgrading to X.0.0' note in "
-        "the entry's CHANGELOG.md.",
+        description="Compare each catalog entry with the release record RELEASES.yaml (written by `nfvcat "
+        "release`, committed with the catalog, so this works in any clone). Fails (exit 2) when an entry's "
+        "files changed without a version bump, when a parameter or output was removed, renamed or retyped "
+        "(or one without a default added), a VNFD flavour or input removed, a flavor extra spec removed or "
+        "changed, or a hook placeholder added without a major bump, when a major bump has no 'Upgrading to "
+        "X.0.0' note in the entry's CHANGELOG.md, or when there is no record.",
     )
-    parser.add_argument("--against", metavar="TAG", help="the release to compare with (default: last tag)")
+    parser.add_argument("--against", metavar="REF",
+                        help="compare with the record as committed at this git ref (default: the working tree's)")
     parser.add_argument("--root", metavar="DIR", help="catalog root (default: found from the current directory)")
     options.add_format(parser)
     parser.add_argument("-v", "--verbose", action="store_true", help="also list unchanged and new entries")
@@ -32,17 +34,14 @@ def run(args: argparse.Namespace) -> int:
     if root is None:
         raise UserError("not inside a catalog; give --root")
     try:
-        tag, reports = versions.compare(str(root), args.against)
+        where, reports = versions.compare(str(root), args.against)
     except versions.VersionsError as exc:
-        raise UserError(str(exc)) from None
+        raise UserError(str(exc), EXIT_FINDINGS if exc.missing else EXIT_USAGE) from None
     failed = [r for r in reports if r.errors]
     if args.format == "json":
-        print(json.dumps({"against": tag, "ok": not failed, "entries": [r.as_dict() for r in reports]},
+        print(json.dumps({"against": where, "ok": not failed, "entries": [r.as_dict() for r in reports]},
                          indent=2))
         return EXIT_FINDINGS if failed else EXIT_OK
-    if tag is None:
-        print("no release tag found: nothing to compare with (first release?)")
-        return EXIT_OK
     for r in reports:
         for err in r.errors:
             print(f"{r.entry}: error: {err}")
@@ -54,5 +53,5 @@ def run(args: argparse.Namespace) -> int:
             elif args.verbose and not r.changed_files and not r.notes:
                 print(f"{r.entry}: unchanged ({r.version_new})")
     changed = sum(1 for r in reports if r.changed_files)
-    print(f"against {tag}: {len(reports)} entries, {changed} changed, {len(failed)} failing")
+    print(f"against {where}: {len(reports)} entries, {changed} changed, {len(failed)} failing")
     return EXIT_FINDINGS if failed else EXIT_OK

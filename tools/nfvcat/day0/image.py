@@ -21,6 +21,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from nfvcat.images.build import umount_below
+
 PACKAGES = ("linux-image-amd64", "systemd-sysv", "udev", "cloud-init", "strongswan-swanctl", "charon-systemd",
             "libstrongswan-standard-plugins",
             "nftables", "ifupdown", "iproute2", "kmod", "ethtool", "procps", "iputils-ping")
@@ -122,19 +124,10 @@ def ensure_image(packages: tuple[str, ...] = PACKAGES) -> GuestImage:
             _build(work, packages)
             os.replace(work / "out", final)
         finally:
-            _umount_below(work)
+            umount_below(work)
             shutil.rmtree(work, ignore_errors=True)
         return GuestImage(final / "disk.qcow2", final / "vmlinuz", final / "initrd.img", key,
                           time.monotonic() - started)
-
-
-def _umount_below(path: Path) -> None:
-    """mmdebstrap (root mode) mounts /proc, /sys, /dev/pts in the rootfs; never rmtree through them."""
-    prefix = str(path.resolve()) + "/"
-    with open("/proc/mounts") as f:
-        points = [line.split()[1] for line in f if line.split()[1].startswith(prefix)]
-    for point in sorted(points, key=len, reverse=True):
-        subprocess.run(["umount", "-l", point], check=False, capture_output=True)
 
 
 def _build(work: Path, packages: tuple[str, ...]) -> None:

@@ -21,9 +21,10 @@ from typing import Any
 
 import yaml
 
+from nfvcat import signing
 from nfvcat.catalog import entries
 from nfvcat.errors import UserError
-from nfvcat.packaging import basehot
+from nfvcat.packaging import basehot, images
 
 PACKAGE_DIRS = ("Definitions", "BaseHOT", "UserData", "Scripts", "Files")
 USER_DATA = "UserData/lcm_user_data.py"  # shipped in nfvcat/data/tacker/ for every entry
@@ -124,6 +125,8 @@ def tosca_meta(entry: dict[str, Any], manifest_name: str, files: dict[str, bytes
     ]
     if CHANGELOG_MEMBER in files:
         lines.append(f"ETSI-Entry-Change-Log: {CHANGELOG_MEMBER}")
+    if signing.CERT_MEMBER in files:
+        lines.append(f"ETSI-Entry-Certificate: {signing.CERT_MEMBER}")
     return ("\n".join(lines) + "\n").encode()
 
 
@@ -132,21 +135,31 @@ def write_zip(path: Path, files: dict[str, bytes]) -> None:
     with zipfile.ZipFile(tmp, "w") as zf:
         for name in sorted(files):
             info = zipfile.ZipInfo(name, date_time=ZIP_TIME)
-            info.compress_type = zipfile.ZIP_DEFLATED
+            # images are compressed qcow2 already: stored, so Tacker and Glance read them without inflating
+            stored = name.startswith(images.IMAGES_DIR + "/")
+            info.compress_type = zipfile.ZIP_STORED if stored else zipfile.ZIP_DEFLATED
             info.external_attr = 0o644 << 16
             info.create_system = 3  # unix, so the permissions above are read back the same everywhere
             zf.writestr(info, files[name], compresslevel=9)
     os.replace(tmp, path)
 
 
-def build(entry_dir: Path, output: Path) -> Path:
-    """Build DIR/NAME-VERSION.zip from the vnfd entry; return its path."""
+def build(entry_dir: Path, output: Path, with_image: bool = False,
+          signer: tuple[Any, Any] | None = None) -> Path:
+    """Build DIR/NAME-VERSION.zip from the vnfd entry; return its path. ``with_image``: the entry's images
+    inside (packaging.images); ``signer`` (key, certificate): the manifest signed with CMS (nfvcat.signing)."""
     if not entry_dir.is_dir():
         raise UserError(f"{entry_dir}: not a directory")
     entry = read_entry(entry_dir)
     files = members(entry_dir, entry)
+    if with_image:
+        files.update(images.image_members(entry_dir, entry, files))
     manifest_name = f"{entry['name']}.mf"
+    if signer is not None:  # the certificate is a file of the package: the manifest hashes it too
+        files[signing.CERT_MEMBER] = signing.cert_pem(signer[1])
     files[manifest_name] = manifest(entry_dir, entry, files)
+    if signer is not None:
+        files[manifest_name] = signing.sign_manifest(files[manifest_name], *signer)
     files["TOSCA-Metadata/TOSCA.meta"] = tosca_meta(entry, manifest_name, files)
     output.mkdir(parents=True, exist_ok=True)
     path = output / f"{entry['name']}-{entry['version']}.zip"

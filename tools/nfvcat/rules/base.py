@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from nfvcat.catalog.site import SiteProfile
@@ -28,6 +29,8 @@ class Context:
     flavors: dict[str, dict[str, Any]] = field(default_factory=dict)  # catalog flavors by name
     networks: dict[str, dict[str, Any]] = field(default_factory=dict)  # catalog provider networks by name
     outer: tuple[Any, ...] = ()  # templates nesting the one checked, innermost first
+    require_signed: bool = False  # validate --require-signed
+    trust_ca: Path | None = None  # validate --trust-ca
 
 
 class Rule:

@@ -107,6 +107,7 @@ def validate(paths: list[str], options: Any) -> Any:
     message = {"op": "validate", "fingerprint": fingerprint(site), "cwd": os.getcwd(), "paths": list(paths),
                "options": {"environments": list(options.environments), "parameters": dict(options.parameters),
                            "site": options.site, "use_cache": options.use_cache,
+                           "require_signed": options.require_signed, "trust_ca": options.trust_ca,
                            "skip_unknown": options.skip_unknown,
                            "project": str(options.project.path) if options.project and options.project.path else None}}
     for _attempt in range(3):

@@ -19,6 +19,8 @@ class Options:
     site: str | None = None
     use_cache: bool = True
     catalog_root: Path | None = None
+    require_signed: bool = False  # an unsigned VNF package is an error (E4006)
+    trust_ca: str | None = None  # PEM CA file a package's signing certificate must chain to (E4006)
     project: Project | None = None  # .nfvcat.yaml: exclude, ignore
     skip_unknown: bool = False  # the paths are a hook's file list: skip what is none of nfvcat's kinds
 

@@ -87,7 +87,9 @@ class Validation:
             params.update(_env_parameters(env))
         params.update(self.options.parameters)
         ctx = Context(site=site_profile.of_catalog(self.root, self.options.site), parameters=params,
-                      flavors=catalog_flavors.by_name(self.root, self._data), networks=self._catalog_networks())
+                      flavors=catalog_flavors.by_name(self.root, self._data), networks=self._catalog_networks(),
+                      require_signed=self.options.require_signed,
+                      trust_ca=Path(self.options.trust_ca) if self.options.trust_ca else None)
         self.timings["read"] = time.monotonic() - t0
 
         # Jobs first, so the workers import Heat, Nova and tosca-parser while the rules run here.

@@ -224,7 +224,8 @@ class Server:
         options = Options(environments=list(opts.get("environments") or []),
                           parameters=dict(opts.get("parameters") or {}), site=opts.get("site"),
                           use_cache=bool(opts.get("use_cache", True)), skip_unknown=bool(opts.get("skip_unknown")),
-                          project=project.load(Path(opts["project"])) if opts.get("project") else None)
+                          project=project.load(Path(opts["project"])) if opts.get("project") else None,
+                          require_signed=bool(opts.get("require_signed", False)), trust_ca=opts.get("trust_ca"))
         return validate_paths(list(request.get("paths") or []), options, self.pool, self.documents.read).to_json()
 
     def serve(self) -> int:

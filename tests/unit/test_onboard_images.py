@@ -1,0 +1,113 @@
+"""`onboard`'s image step against an HTTP-level fake Keystone and Glance (requests-mock): every file is
+verified against its image lock before a byte is uploaded, `--image NAME=FILE` is honoured, and there is
+no way to upload an unverified image."""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests_mock
+
+from nfvcat.cloud import onboarding
+from nfvcat.errors import EXIT_FINDINGS, EXIT_USAGE, UserError
+from tests.conftest import ROOT
+
+FIXTURE = ROOT / "tests" / "fixtures" / "rules" / "E0014" / "pass"
+AUTH = "http://keystone.test/v3"
+GLANCE = "http://glance.test"
+IMAGE_ID = "5b7c1c1e-0000-4000-8000-000000000001"
+
+
+@pytest.fixture()
+def cat(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    root = tmp_path / "catalog"
+    shutil.copytree(FIXTURE, root)
+    (root / "flavors").mkdir()
+    monkeypatch.setenv("NFVCAT_CATALOG_DIR", str(root))
+    monkeypatch.setenv("NFVCAT_IMAGE_CACHE", str(tmp_path / "cache"))
+    return root
+
+
+@pytest.fixture()
+def cloud() -> Any:
+    with requests_mock.Mocker() as m:
+        m.get(AUTH, json={"version": {"id": "v3.14", "status": "stable", "links": [{"rel": "self", "href": AUTH}]}})
+        m.post(AUTH + "/auth/tokens", status_code=201, headers={"X-Subject-Token": "t"}, json={"token": {
+            "methods": ["password"], "expires_at": "2099-01-01T00:00:00.000000Z",
+            "roles": [{"id": "r", "name": "admin"}],
+            "user": {"id": "u", "name": "admin", "domain": {"id": "default", "name": "Default"}},
+            "project": {"id": "p", "name": "admin", "domain": {"id": "default", "name": "Default"}},
+            "catalog": [{"type": "image", "name": "glance", "id": "g", "endpoints": [
+                {"id": "e", "interface": "public", "region": "RegionOne", "region_id": "RegionOne", "url": GLANCE}]}]}})
+        m.get(GLANCE, json={"versions": [{"id": "v2.15", "status": "CURRENT",
+                                          "links": [{"rel": "self", "href": GLANCE + "/v2/"}]}]})
+        m.get(GLANCE + "/v2/", json={"versions": [{"id": "v2.15", "status": "CURRENT",
+                                                   "links": [{"rel": "self", "href": GLANCE + "/v2/"}]}]})
+        import openstack
+
+        conn = openstack.connection.Connection(auth_url=AUTH, username="admin", password="x", project_name="admin",
+                                               user_domain_id="default", project_domain_id="default",
+                                               region_name="RegionOne")
+        yield m, conn
+
+
+def _glance_calls(m: requests_mock.Mocker) -> list[str]:
+    return [f"{r.method} {r.path}" for r in m.request_history
+            if r.netloc == "glance.test" and r.path.startswith("/v2/")]
+
+
+def test_a_file_that_is_not_the_locked_image_is_never_uploaded(cat: Path, cloud: Any, tmp_path: Path) -> None:
+    m, conn = cloud
+    bad = tmp_path / "bad.qcow2"
+    bad.write_bytes(b"not the image")
+    with pytest.raises(UserError) as err:
+        onboarding.images(conn, cat, None, {"demo-1.0.0": bad}, False, print)
+    assert err.value.exit_code == EXIT_FINDINGS
+    assert f"has sha256 {hashlib.sha256(b'not the image').hexdigest()}, images/demo 1.0.0 is" in str(err.value)
+    assert "not uploaded" in str(err.value) and _glance_calls(m) == []
+
+
+def test_an_image_that_was_never_built_has_nothing_to_verify_against(cat: Path, cloud: Any) -> None:
+    m, conn = cloud
+    (cat / "images" / "demo" / "image.lock").unlink()
+    with pytest.raises(UserError, match="has no lock, so no sha256 to verify"):
+        onboarding.images(conn, cat, None, {"demo": cat / "images" / "demo" / "files" / "motd"}, False, print)
+    assert _glance_calls(m) == []
+
+
+def test_without_image_options_a_missing_build_is_an_error(cat: Path, cloud: Any) -> None:
+    m, conn = cloud
+    with pytest.raises(UserError, match=r"image demo-1.0.0: not built: run `nfvcat image build demo`"):
+        onboarding.images(conn, cat, None, {}, True, print)
+    assert _glance_calls(m) == []
+
+
+def test_unknown_image_option(cat: Path, cloud: Any) -> None:
+    _, conn = cloud
+    with pytest.raises(UserError, match="no catalog image of that name") as err:
+        onboarding.images(conn, cat, None, {"nfvcat-debian12-vnf": cat / "x"}, False, print)
+    assert err.value.exit_code == EXIT_USAGE
+
+
+def test_the_verified_file_is_uploaded(cat: Path, cloud: Any) -> None:
+    m, conn = cloud
+    motd = cat / "images" / "demo" / "files" / "motd"  # the fixture lock's sha256 is this file's
+    data = motd.read_bytes()
+    image = {"id": IMAGE_ID, "name": "demo-1.0.0", "status": "queued", "disk_format": "qcow2",
+             "container_format": "bare", "visibility": "public", "min_disk": 0, "min_ram": 0, "tags": [],
+             "file": f"/v2/images/{IMAGE_ID}/file", "self": f"/v2/images/{IMAGE_ID}", "schema": "/v2/schemas/image"}
+    active = {**image, "status": "active", "os_hash_algo": "sha512", "os_hash_value": hashlib.sha512(data).hexdigest(),
+              "size": len(data)}
+    m.get(GLANCE + "/v2/images", json={"images": []})
+    m.post(GLANCE + "/v2/images", status_code=201, json=image)
+    m.put(GLANCE + f"/v2/images/{IMAGE_ID}/file", status_code=204)
+    m.get(GLANCE + f"/v2/images/{IMAGE_ID}", json=active)
+    actions = onboarding.images(conn, cat, None, {"demo": motd}, False, lambda _msg: None)
+    assert [(a.verb, a.name) for a in actions] == [("create", "demo-1.0.0")]
+    assert "(verified)" in actions[0].detail
+    uploads = [r for r in m.request_history if r.method == "PUT" and r.path.endswith("/file")]
+    assert len(uploads) == 1 and uploads[0].body is not None

@@ -1,0 +1,78 @@
+"""``nfvcat package --with-image``: the image goes into Files/images/, hashed in the manifest, with a SwImage
+artifact on the node whose sw_image_data names it; a file that is not the locked image is refused.
+
+The catalog is a copy with a stand-in build: a small file put in a private image cache, and the copy's lock
+made to hold that file's sha256 (computed here), so no real image build is needed."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import shutil
+import zipfile
+from pathlib import Path
+
+import pytest
+import yaml
+
+from nfvcat.errors import EXIT_FINDINGS, UserError
+from nfvcat.images import build, recipe, refs
+from nfvcat.packaging.csar import build as package
+from tests.conftest import ROOT
+
+STAND_IN = b"QFI\xfb stand-in for the vrouter image\n"
+
+
+@pytest.fixture()
+def cat(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    root = tmp_path / "catalog"
+    for d in ("vnfd/vnf-vrouter", "templates/heat/vnf-vrouter", "hooks/vrouter", "images/vrouter"):
+        shutil.copytree(ROOT / d, root / d)
+    (root / "flavors").mkdir()
+    monkeypatch.setenv("NFVCAT_CATALOG_DIR", str(root))
+    monkeypatch.setenv("NFVCAT_IMAGE_CACHE", str(tmp_path / "cache"))
+    r = recipe.load("vrouter", root)
+    lock = recipe.Lock(r.name, r.version, r.digest(), {"stand-in": "1"}, hashlib.sha256(STAND_IN).hexdigest(),
+                       len(STAND_IN))
+    recipe.write_lock(r, lock)
+    d = build.cache_dir() / build.cache_key(r, lock)
+    d.mkdir(parents=True)
+    (d / "disk.qcow2").write_bytes(STAND_IN)
+    (d / "lock.json").write_text(json.dumps(lock.as_dict()))
+    refs.sync(root, write=True)  # the VNFD's sw_image_data gets the stand-in's sha256
+    return root
+
+
+def test_with_image(cat: Path, tmp_path: Path) -> None:
+    path = package(cat / "vnfd" / "vnf-vrouter", tmp_path / "out", with_image=True)
+    with zipfile.ZipFile(path) as zf:
+        member = "Files/images/vrouter-1.0.0.qcow2"
+        assert zf.read(member) == STAND_IN and zf.getinfo(member).compress_type == zipfile.ZIP_STORED
+        manifest = zf.read("vnf-vrouter.mf").decode()
+        df = yaml.safe_load(zf.read("Definitions/vnf-vrouter_df_default.yaml"))
+    assert re.search(rf"Source: {member}\nAlgorithm: SHA-256\nHash: {hashlib.sha256(STAND_IN).hexdigest()}", manifest)
+    node = df["topology_template"]["node_templates"]["VB_VROUTER"]
+    assert node["artifacts"] == {"sw_image": {"type": "tosca.artifacts.nfv.SwImage",
+                                              "file": "../Files/images/vrouter-1.0.0.qcow2"}}
+    assert node["properties"]["sw_image_data"]["checksum"]["hash"] == hashlib.sha256(STAND_IN).hexdigest()
+    without = package(cat / "vnfd" / "vnf-vrouter", tmp_path / "plain")
+    with zipfile.ZipFile(without) as zf:
+        assert not [n for n in zf.namelist() if n.startswith("Files/images/")]
+
+
+def test_a_tampered_build_is_not_packaged(cat: Path, tmp_path: Path) -> None:
+    r = recipe.load("vrouter", cat)
+    hit = build.cached(r)
+    assert hit is not None
+    hit.disk.write_bytes(STAND_IN + b"tampered")
+    with pytest.raises(UserError, match="not packaged") as err:
+        package(cat / "vnfd" / "vnf-vrouter", tmp_path / "out", with_image=True)
+    assert err.value.exit_code == EXIT_FINDINGS
+    assert not (tmp_path / "out" / "vnf-vrouter-1.2.0.zip").exists()
+
+
+def test_an_unbuilt_image_is_an_error(cat: Path, tmp_path: Path) -> None:
+    shutil.rmtree(build.cache_dir())
+    with pytest.raises(UserError, match=r"images/vrouter 1.0.0 is not built here: run `nfvcat image build vrouter`"):
+        package(cat / "vnfd" / "vnf-vrouter", tmp_path / "out", with_image=True)
