@@ -14,10 +14,9 @@ STEPS = ["validate", "plan", "onboard", "instantiate", "check", "render", "build
          "teardown", "terminate"]
 
 
-def test_devcloud_campaign(conn: Any, onboarded: Path, tmp_path: Path) -> None:
+def test_devcloud_campaign(conn: Any, onboarded: list[str], tmp_path: Path) -> None:
     results = tmp_path / "results"
-    res = nfvcat("test", "tests/tdf/devcloud.yaml", "-o", str(results), env={"NFVCAT_IMAGE_DIR": str(onboarded)},
-                 timeout=3600)
+    res = nfvcat("test", "tests/tdf/devcloud.yaml", "-o", str(results), timeout=3600)
     assert res.returncode == 0, res.stdout + res.stderr[-4000:]
     doc = json.loads((results / "results.json").read_text())
     assert {t["name"] for t in doc["tests"]} == {"vrouter-sriov", "vrouter-ovs-dpdk"}

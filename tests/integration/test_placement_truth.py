@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.integration.conftest import ROOT, nfvcat
+from tests.integration.conftest import ROOT, catalog_images, nfvcat
 from tests.integration.recorded import Recorded, cells
 
 pytestmark = pytest.mark.usefixtures("onboarded")
@@ -44,7 +44,7 @@ def template(flavors: list[str]) -> dict[str, Any]:
         resources[f"port{i}"] = {"type": "OS::Neutron::Port", "properties": {
             "name": f"{short}-port", "network": net, "binding:vnic_type": vnic, "port_security_enabled": False}}
         resources[f"server{i}"] = {"type": "OS::Nova::Server", "properties": {
-            "name": short, "flavor": name, "image": "nfvcat-debian12-vnf",
+            "name": short, "flavor": name, "image": catalog_images()[0],
             "networks": [{"port": {"get_resource": f"port{i}"}}]}}
         if i:  # one at a time: concurrent claims race for the same NUMA cell and exhaust Nova's retries
             resources[f"server{i}"]["depends_on"] = [f"server{i - 1}"]

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.integration.conftest import ROOT, nfvcat
+from tests.integration.conftest import ROOT, catalog_images, nfvcat
 
 pytestmark = pytest.mark.usefixtures("onboarded")
 INVENTORY = ROOT / "tools/nfvcat/devcloud/inventory.yaml"
@@ -53,7 +53,7 @@ class Booter:
         if group:
             kwargs["scheduler_hints"] = {"group": self.groups[group].id}
         srv = c.compute.create_server(name=name, flavor_id=c.compute.find_flavor(flavor).id,
-                                      image_id=c.image.find_image("nfvcat-debian12-vnf").id,
+                                      image_id=c.image.find_image(catalog_images()[0]).id,
                                       networks=[{"port": p.id}], **kwargs)
         self.servers.append(srv)
         deadline = time.monotonic() + 300
@@ -103,9 +103,9 @@ def _usage_left() -> dict[str, Any]:
 
 @pytest.fixture
 def booter(conn: Any) -> Iterator[Booter]:
-    # earlier tests' servers are gone, but Nova's resource tracker may still count what an injected topology
-    # claimed until its periodic update (update_resources_interval) recomputes the hosts: wait for empty hosts
-    deadline = time.monotonic() + 180
+    # earlier tests' servers are gone, but Nova's resource tracker may still count what the truth test's injected
+    # topologies claimed until its periodic update (every 60 s) recomputes the hosts: wait for empty hosts
+    deadline = time.monotonic() + 240
     while (left := _usage_left()) and time.monotonic() < deadline:
         time.sleep(5)
     assert not left, f"the dev cloud is not empty before the comparison: {left}"

@@ -123,10 +123,7 @@ def nova(state: State, inv: inventory.Inventory) -> Path:
                     "compute_driver": "nfvcat_devcloud.InventoryDriver",
                     "instances_path": str(state.lib / "nova/instances"),
                     "osapi_compute_workers": 1, "metadata_workers": 1,
-                    "force_config_drive": False, "mkisofs_cmd": "genisoimage",
-                    # the resource tracker recomputes each host's usage from its instances every 10 s (Nova's
-                    # default is every periodic run, 60 s), so a host settles soon after servers go
-                    "update_resources_interval": 10},
+                    "force_config_drive": False, "mkisofs_cmd": "genisoimage"},
         "api": {"auth_strategy": "keystone"},
         "api_database": {"connection": db(state, "nova_api")},
         "database": {"connection": db(state, "nova")},
