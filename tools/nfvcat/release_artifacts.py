@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from nfvcat.catalog import entries
 from nfvcat.images import build, recipe
 
 Say = Callable[[str], None]
@@ -66,8 +67,8 @@ def build_all(root: Path, out: Path, say: Say, signer: tuple[Any, Any] | None = 
         doc.write_text(sbom(r, built.lock))
         written.append(doc)
     pkgs = out / "packages"
-    for entry in sorted((root / "vnfd").glob("*/entry.yaml")):
-        say(f"package {entry.parent.name}")
-        written.append(package(entry.parent, pkgs, signer=signer))
+    for entry_dir in entries.entry_dirs(root, "vnfd"):
+        say(f"package {entry_dir.name}")
+        written.append(package(entry_dir, pkgs, signer=signer))
     written.append(sha256sums(out))
     return written

@@ -10,7 +10,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from nfvcat import yamlpos
+from nfvcat.catalog import entries
 
 NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "https://nfvcat.invalid/vnfd")
 
@@ -46,16 +46,13 @@ class Drift:
 
 def sync(root: Path, write: bool) -> list[Drift]:
     out: list[Drift] = []
-    for entry in sorted((root / "vnfd").glob("*/entry.yaml")) if (root / "vnfd").is_dir() else []:
-        try:
-            meta = yamlpos.load(entry.read_text(encoding="utf-8"))[0]
-        except (OSError, UnicodeDecodeError, yamlpos.DocumentError):
-            continue
-        if not isinstance(meta, dict) or meta.get("kind") != "vnfd":
+    for entry_dir in entries.entry_dirs(root, "vnfd"):
+        meta = entries.read_meta(entry_dir)
+        if meta is None or meta.get("kind") != "vnfd":
             continue
         name, version = str(meta.get("name")), str(meta.get("version"))
         did = descriptor_id(name, version)
-        for f in sorted((entry.parent / "Definitions").glob("*.yaml")):
+        for f in sorted((entry_dir / "Definitions").glob("*.yaml")):
             old = f.read_text(encoding="utf-8")
             new = sync_text(old, did, version)
             if new != old:

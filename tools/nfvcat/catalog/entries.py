@@ -93,6 +93,23 @@ def load(entry_dir: Path) -> Entry:
     return Entry(entry_dir.resolve(), data)
 
 
+def read_meta(entry_dir: Path) -> dict[str, Any] | None:
+    """An entry.yaml's data without the schema check, None when it does not read or is no mapping: for the
+    tools that sweep the catalog (nfvcat docs, onboarding's image references) and leave a broken entry to
+    ``nfvcat validate`` (E0010) instead of stopping."""
+    try:
+        data = yamlpos.load((entry_dir / ENTRY_FILE).read_text(encoding="utf-8"))[0]
+    except (OSError, UnicodeDecodeError, yamlpos.DocumentError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def entry_dirs(root: Path, top: str) -> list[Path]:
+    """The entry directories below ``root/top`` (at any depth), in a stable order."""
+    base = root / top
+    return sorted(p.parent for p in base.rglob(ENTRY_FILE)) if base.is_dir() else []
+
+
 def entries(root: Path, kind: str | None = None) -> list[Entry]:
     """Every entry of the catalog at ``root`` (of one kind), in a stable order."""
     kinds = [kind] if kind else list(KIND_DIRS)

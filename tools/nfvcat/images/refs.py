@@ -13,7 +13,7 @@ from typing import Any
 import yaml
 
 from nfvcat import yamlpos
-from nfvcat.catalog import CATALOG_DIRS
+from nfvcat.catalog import CATALOG_DIRS, entries
 from nfvcat.images.recipe import LOCK_NAME
 
 
@@ -37,22 +37,19 @@ def catalog_root_of(path: Path) -> Path | None:
 def image_entries(root: Path) -> dict[str, ImageLockInfo]:
     """Every image entry under ``root``/images with its lock (if it was ever built)."""
     out: dict[str, ImageLockInfo] = {}
-    for entry in sorted((root / "images").glob("*/entry.yaml")):
-        try:
-            meta = yamlpos.load(entry.read_text(encoding="utf-8"))[0]
-        except (OSError, UnicodeDecodeError, yamlpos.DocumentError):
-            continue
-        if not isinstance(meta, dict):
+    for entry_dir in entries.entry_dirs(root, "images"):
+        meta = entries.read_meta(entry_dir)
+        if meta is None:
             continue
         lock: Any = None
-        lock_path = entry.parent / LOCK_NAME
+        lock_path = entry_dir / LOCK_NAME
         if lock_path.is_file():
             try:
                 lock = yaml.safe_load(lock_path.read_text(encoding="utf-8"))
             except (OSError, yaml.YAMLError):
                 lock = None
         lock = lock if isinstance(lock, dict) else {}
-        name = str(meta.get("name") or entry.parent.name)
+        name = str(meta.get("name") or entry_dir.name)
         out[name] = ImageLockInfo(
             name, str(meta.get("version")), None if lock.get("version") is None else str(lock.get("version")),
             str(lock["sha256"]) if lock.get("sha256") else None,
@@ -212,12 +209,9 @@ def glance_images(root: Path) -> list[dict[str, Any]]:
     images = image_entries(root)
     seen: dict[str, dict[str, Any]] = {}
     for d in CATALOG_DIRS:
-        for entry in sorted((root / d).rglob("entry.yaml")) if (root / d).is_dir() else []:
-            try:
-                meta = yamlpos.load(entry.read_text(encoding="utf-8"))[0]
-            except (OSError, UnicodeDecodeError, yamlpos.DocumentError):
-                continue
-            for ref in (meta.get("images") if isinstance(meta, dict) else None) or []:
+        for entry_dir in entries.entry_dirs(root, d):
+            meta = entries.read_meta(entry_dir)
+            for ref in (meta.get("images") if meta else None) or []:
                 if not isinstance(ref, dict) or str(ref.get("image")) not in images or str(ref.get("name")) in seen:
                     continue
                 info = images[str(ref["image"])]
