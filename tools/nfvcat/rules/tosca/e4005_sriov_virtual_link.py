@@ -13,9 +13,11 @@ SRIOV_VNIC_TYPES = ("direct", "direct-physical", "macvtap")
 SRIOV_NETWORK_TYPES = ("vlan", "flat")
 
 
-def _sriov_vnic(props: dict[str, Any]) -> tuple[str | None, tuple[Any, ...]]:
+def _sriov_vnic(props: Any) -> tuple[str | None, tuple[Any, ...]]:
     """The CP's SR-IOV vnic type and where it is stated: ``vnic_type`` (SOL001 v2.6.1 allows
     direct-physical) or a ``virtual_network_interface_requirements`` entry naming a vnic_type."""
+    if not isinstance(props, dict):  # tosca-parser reports a properties section that is no mapping
+        return None, ()
     vnic = props.get("vnic_type")
     if vnic in SRIOV_VNIC_TYPES:
         return str(vnic), ("properties", "vnic_type")
@@ -28,7 +30,8 @@ def _sriov_vnic(props: dict[str, Any]) -> tuple[str | None, tuple[Any, ...]]:
 
 
 def _network_types(vl: dict[str, Any]) -> list[Any]:
-    profile = (vl.get("properties") or {}).get("vl_profile") or {}
+    props = vl.get("properties")
+    profile = (props.get("vl_profile") if isinstance(props, dict) else None) or {}
     data = profile.get("virtual_link_protocol_data") if isinstance(profile, dict) else None
     types = []
     for item in data if isinstance(data, list) else []:
