@@ -11,7 +11,6 @@ import json
 import os
 import tempfile
 from functools import cache
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +38,8 @@ def file_hash(path: str) -> str | None:
 @cache
 def engine_version(engine: str) -> str:
     """Versions of the engine's packages plus a hash of nfvcat's own engine code."""
+    from importlib import metadata  # here: the engine server's client does not need it
+
     parts = []
     for pkg in ENGINE_PACKAGES.get(engine, ()):
         try:

@@ -20,7 +20,6 @@ import os
 import re
 from dataclasses import dataclass, field
 from functools import cache
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -111,6 +110,8 @@ def load(path: Path | None = None) -> Project:
 
 @cache
 def _schema() -> dict[str, Any]:
+    from importlib import resources
+
     return dict(json.loads(resources.files("nfvcat").joinpath("schemas/project.schema.json").read_text()))
 
 

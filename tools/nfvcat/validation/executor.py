@@ -3,7 +3,9 @@
 ``run_jobs(engine, payloads) -> results`` (one result per payload, in order) or ``EngineUnavailable``
 with the reason. ``OneShotExecutor`` starts a worker per engine for one validation, as a plain
 ``nfvcat validate`` does; ``WorkerPool`` keeps the workers alive between validations (the engine server),
-restarting one that died. Either way a worker that does not answer within ``ENGINE_TIMEOUT`` is killed.
+restarting one that died, and spreads an engine's jobs over its warm workers (``NFVCAT_SERVER_WORKERS``
+per engine, default 2 for Heat: the jobs an editor's changes make). Either way a worker that does not
+answer within ``ENGINE_TIMEOUT`` is killed.
 """
 
 from __future__ import annotations
@@ -27,6 +29,26 @@ def engine_timeout() -> float:
 
 class EngineUnavailable(Exception):
     """The engine did not run the jobs: the reason, for an E0009 finding."""
+
+
+def unavailable(engine: str, reason: object) -> dict[str, Any]:
+    """The result of a job its engine did not run: one E0009 finding saying why."""
+    from nfvcat.rules.parsing.e0009_engine_failure import EngineFailure
+
+    return {"findings": [{"id": EngineFailure.id, "path": [], "message": f"{engine} engine did not run: {reason}",
+                          "engine": engine}]}
+
+
+def workers_per_engine() -> dict[str, int]:
+    """How many warm workers each engine gets in the engine server: ``NFVCAT_SERVER_WORKERS`` (say
+    ``heat=2,nova=1``), else 2 for Heat when there are two CPUs (an editor's changed templates are Heat
+    jobs), 1 for the others; each extra worker costs its engine's memory again."""
+    counts = {"heat": min(2, os.cpu_count() or 1)}
+    for item in os.environ.get("NFVCAT_SERVER_WORKERS", "").split(","):
+        name, _, count = item.partition("=")
+        if name.strip() and count.strip().isdigit():
+            counts[name.strip()] = max(1, int(count))
+    return counts
 
 
 class Executor(Protocol):
@@ -115,18 +137,21 @@ class OneShotExecutor:
 class Worker:
     """One persistent engine worker: requests and answers over its pipes, stderr to a log file."""
 
-    def __init__(self, engine: str, log_dir: Path):
+    def __init__(self, engine: str, log_dir: Path, name: str | None = None):
         self.engine = engine
-        self.log = log_dir / f"engine-{engine}.log"
+        self.name = name or engine
+        self.log = log_dir / f"engine-{self.name}.log"
         self.lock = threading.Lock()
         self.proc: subprocess.Popen[bytes] | None = None
         self.started = 0.0
         self.restarts = 0
         self.busy = False  # a request is with the worker
+        self.ready = False  # it has answered since it started: its engine is loaded
 
     def ensure(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
             return
+        self.ready = False
         if self.proc is not None:
             self.restarts += 1
         with open(self.log, "ab") as log:
@@ -156,7 +181,15 @@ class Worker:
                 raise EngineUnavailable(f"{reason}; {self._log_tail()}") from None
             finally:
                 self.busy = False
+            self.ready = True
             return _results(line, len(payloads))
+
+    def warm(self) -> None:
+        """Start the worker and wait until its engine is loaded (an empty request answered)."""
+        try:
+            self.request([], engine_timeout())
+        except EngineUnavailable:
+            pass  # the next request restarts it and reports why
 
     def _readline(self, proc: subprocess.Popen[bytes], timeout: float) -> bytes:
         assert proc.stdout is not None
@@ -199,12 +232,17 @@ class Worker:
 
 
 class WorkerPool:
-    """Persistent workers, one per engine, started on first use and restarted when they die."""
+    """Persistent workers, started on first use and restarted when they die: ``workers`` by name, the
+    engine's name for its first worker (``heat``), then ``heat-2``... for the extra ones (``counts``)."""
 
-    def __init__(self, log_dir: Path, engines: tuple[str, ...]):
-        self.workers = {name: Worker(name, log_dir) for name in engines}
+    def __init__(self, log_dir: Path, engines: tuple[str, ...], counts: dict[str, int] | None = None):
+        counts = workers_per_engine() if counts is None else counts
+        self.by_engine = {engine: [Worker(engine, log_dir, engine if i == 1 else f"{engine}-{i}")
+                                   for i in range(1, max(1, counts.get(engine, 1)) + 1)] for engine in engines}
+        self.workers = {w.name: w for ws in self.by_engine.values() for w in ws}
 
     def start(self, engines: list[str]) -> None:
+        """Start each engine's first worker (the first request needs no more; ``warm`` loads the rest)."""
         for name in engines:
             worker = self.workers.get(name)
             if worker is not None:
@@ -214,13 +252,43 @@ class WorkerPool:
                     except OSError:
                         pass  # reported by run_jobs
 
+    def warm(self) -> None:
+        """Load every worker's engine, one worker at a time (each loads on a CPU of its own)."""
+        for worker in self.workers.values():
+            worker.warm()
+
     def run_jobs(self, engine: str, payloads: list[Payload]) -> list[dict[str, Any]]:
+        """The jobs over the engine's loaded workers (the first one always), the costliest first each to the
+        least loaded; a worker that fails gives E0009 to its own jobs, all failing raises EngineUnavailable."""
         if not payloads:
             return []
-        worker = self.workers.get(engine)
-        if worker is None:
+        workers = [w for i, w in enumerate(self.by_engine.get(engine, [])) if i == 0 or w.ready]
+        if not workers:
             raise EngineUnavailable(f"no engine {engine!r}")
-        return worker.request(payloads, engine_timeout())
+        shares = _spread(payloads, len(workers))
+        if len(shares) == 1:
+            return workers[0].request(payloads, engine_timeout())
+        results: list[dict[str, Any] | None] = [None] * len(payloads)
+        failures: list[EngineUnavailable] = []
+
+        def run(worker: Worker, share: list[int]) -> None:
+            try:
+                answers = worker.request([payloads[i] for i in share], engine_timeout())
+            except EngineUnavailable as exc:
+                failures.append(exc)
+                answers = [unavailable(engine, exc) for _ in share]
+            for i, answer in zip(share, answers, strict=True):
+                results[i] = answer
+
+        threads = [threading.Thread(target=run, args=(w, share), daemon=True)
+                   for w, share in zip(workers, shares, strict=False)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        if len(failures) == len(threads):
+            raise failures[0]
+        return [r if r is not None else unavailable(engine, "no answer") for r in results]
 
     def close(self) -> None:
         """Workers stay: the pool outlives one validation (``stop`` ends them)."""
@@ -228,3 +296,22 @@ class WorkerPool:
     def stop(self) -> None:
         for worker in self.workers.values():
             worker.stop()
+
+
+def _cost(payload: Payload) -> int:
+    """What a job costs, roughly: the size of the file it validates (a nested chain is the largest)."""
+    try:
+        return os.path.getsize(str(payload.get("file", "")))
+    except OSError:
+        return 0
+
+
+def _spread(payloads: list[Payload], workers: int) -> list[list[int]]:
+    """Payload indexes per worker (those with none left out), each costliest job to the least loaded."""
+    shares: list[list[int]] = [[] for _ in range(max(1, min(workers, len(payloads))))]
+    loads = [0] * len(shares)
+    for i in sorted(range(len(payloads)), key=lambda i: -_cost(payloads[i])):
+        least = loads.index(min(loads))
+        shares[least].append(i)
+        loads[least] += _cost(payloads[i]) + 1
+    return [sorted(share) for share in shares if share]
