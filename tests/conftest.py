@@ -21,10 +21,10 @@ def _private_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
 
 
 def nfvcat(*args: str, cwd: Path | str = ROOT, env: dict[str, str] | None = None,
-           timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    """Run the real command line, as a user or a CI script would."""
+           timeout: float = 600, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    """Run the real command line, as a user or a CI script would (``stdin``: its standard input)."""
     return subprocess.run([*NFVCAT, *args], cwd=cwd, capture_output=True, text=True, timeout=timeout,
-                          env={**os.environ, **(env or {})})
+                          env={**os.environ, **(env or {})}, input=stdin)
 
 
 def findings_of(*args: str, **kw: object) -> tuple[int, list[dict[str, object]]]:

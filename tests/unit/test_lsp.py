@@ -74,3 +74,78 @@ def test_diagnostics_on_open_and_save_through_the_engine_server(tmp_path: Path) 
     assert diag.code_description is not None
     assert diag.code_description.href == f"{from_fs_path(str(ROOT / 'docs' / 'rules.md'))}#e1001"
     assert saved.uri == opened.uri and list(saved.diagnostics) == []
+
+
+def _edit(line: int, start: int, end: int, text: str) -> types.TextDocumentContentChangePartial:
+    return types.TextDocumentContentChangePartial(range=types.Range(
+        start=types.Position(line=line, character=start), end=types.Position(line=line, character=end)), text=text)
+
+
+async def _typing(path: Path, env: dict[str, str]) -> dict[str, Any]:
+    """Open the saved (bad) template, then change the buffer without saving: a full change to the good
+    text, an incremental one back to a bad value, then two changes at once (the newest wins)."""
+    client = LanguageClient("test-editor", "1")
+    published: list[types.PublishDiagnosticsParams] = []
+    arrived = asyncio.Event()
+
+    @client.feature(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    def on_diagnostics(params: types.PublishDiagnosticsParams) -> None:
+        published.append(params)
+        arrived.set()
+
+    async def next_diagnostics() -> types.PublishDiagnosticsParams:
+        await asyncio.wait_for(arrived.wait(), timeout=300)
+        arrived.clear()
+        return published[-1]
+
+    uri = from_fs_path(str(path))
+    assert uri is not None
+    document = types.VersionedTextDocumentIdentifier
+
+    def change(version: int, *changes: types.TextDocumentContentChangeEvent) -> None:
+        client.text_document_did_change(types.DidChangeTextDocumentParams(
+            text_document=document(uri=uri, version=version), content_changes=list(changes)))
+
+    out: dict[str, Any] = {}
+    await client.start_io(sys.executable, "-m", "nfvcat", "lsp", cwd=str(path.parent), env=env)
+    try:
+        await client.initialize_async(types.InitializeParams(
+            capabilities=types.ClientCapabilities(), root_uri=from_fs_path(str(path.parent))))
+        client.initialized(types.InitializedParams())
+        client.text_document_did_open(types.DidOpenTextDocumentParams(text_document=types.TextDocumentItem(
+            uri=uri, language_id="yaml", version=1, text=path.read_text())))
+        out["opened"] = await next_diagnostics()
+        change(2, types.TextDocumentContentChangeWholeDocument(text=GOOD))  # full sync, not saved
+        out["full"] = await next_diagnostics()
+        change(3, _edit(6, 25, 31, "sriov"))  # incremental: "direct" -> "sriov"
+        out["incremental"] = await next_diagnostics()
+        change(4, _edit(6, 25, 30, "sriov-4"))  # two changes while the first waits: only the newest
+        change(5, _edit(6, 25, 32, "direct"))
+        out["newest"] = await next_diagnostics()
+        await asyncio.sleep(3 * float(env["NFVCAT_LSP_DEBOUNCE"]) + 2)  # time for a stale one to show up
+        out["after"] = list(published)
+        await client.shutdown_async(None)
+        client.exit(None)
+    finally:
+        await client.stop()
+    return out
+
+
+def test_diagnostics_follow_unsaved_changes_and_the_newest_version_wins(tmp_path: Path) -> None:
+    path = tmp_path / "net.yaml"
+    path.write_text(BAD)  # stays bad on disk: every change below is unsaved
+    env: dict[str, Any] = {**os.environ, "NFVCAT_NO_SERVER": "0", "NFVCAT_CACHE_DIR": str(tmp_path / "cache"),
+                           "NFVCAT_LSP_DEBOUNCE": "0.5"}
+    try:
+        out = asyncio.run(_typing(path, env))
+    finally:
+        nfvcat("server", "stop", env=env)
+    assert path.read_text() == BAD
+    assert [d.code for d in out["opened"].diagnostics] == ["E1001"] and out["opened"].version == 1
+    assert list(out["full"].diagnostics) == [] and out["full"].version == 2, "the buffer, not the file"
+    [diag] = out["incremental"].diagnostics
+    assert out["incremental"].version == 3 and diag.code == "E1001" and '"sriov" is not' in diag.message
+    assert (diag.range.start.line, diag.range.start.character) == (6, 6)
+    assert list(out["newest"].diagnostics) == [] and out["newest"].version == 5
+    assert out["after"][-1] is out["newest"] and [p.version for p in out["after"]] == [1, 2, 3, 5], \
+        "version 4 was never published"

@@ -112,6 +112,24 @@ def test_findings_are_the_same_with_and_without_the_server(server: Server) -> No
         assert json.loads(served.stdout)["findings"] or not args, "the fixtures have findings to compare"
 
 
+def test_unsaved_content_gives_the_same_findings_with_and_without_the_server(server: Server) -> None:
+    """--stdin-filename (an editor's buffer) over the protocol: each rule fixture's content validated as
+    the other fixture of its rule (fail as pass.yaml, pass as fail.yaml), where the file on disk differs."""
+    rules = ("E0001", "E0006", "E1001", "E1002", "E1003", "E1004", "W1005", "E2001", "E3001", "E4001", "E6001")
+    pairs = [(RULES / r / "fail.yaml", RULES / r / "pass.yaml") for r in rules]
+    compared = 0
+    for fail, good in pairs:
+        for content, shown in ((fail, good), (good, fail)):
+            args = ("validate", "--format", "json", "--no-cache", "--stdin-filename", str(shown.relative_to(ROOT)))
+            text = content.read_text(errors="surrogateescape")
+            alone = nfvcat(*args, "--no-server", env=server.env, stdin=text, timeout=300)
+            served = nfvcat(*args, env=server.env, stdin=text, timeout=300)
+            assert "Traceback" not in served.stderr, served.stderr
+            assert (served.returncode, served.stdout) == (alone.returncode, alone.stdout), shown
+            compared += bool(json.loads(served.stdout)["findings"])
+    assert server.status() is not None and compared >= len(pairs), "the fail contents have findings"
+
+
 def test_stop_leaves_no_socket_pid_file_or_worker(server: Server, tmp_path: Path) -> None:
     (tmp_path / "t.yaml").write_text(TEMPLATE)
     assert server.validate(str(tmp_path / "t.yaml")) == (0, [])

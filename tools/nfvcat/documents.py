@@ -79,44 +79,58 @@ def detect_kind(data: Any, text: str, name: str) -> str:
     return "unknown"
 
 
+def _problem(doc: Document, rule_id: str, message: str, line: int = 1, column: int = 1) -> Document:
+    doc.problems.append(RawFinding(rule_id, (), message, line=line, column=column))
+    return doc
+
+
 def read(path: str) -> Document:
     doc = Document(path=display_path(path), abspath=os.path.abspath(path))
 
-    def problem(rule_id: str, message: str, line: int = 1, column: int = 1) -> Document:
-        doc.problems.append(RawFinding(rule_id, (), message, line=line, column=column))
-        return doc
-
     try:
         if os.path.isdir(path):
-            return problem(Unreadable.id, "is a directory with no catalog files")
+            return _problem(doc, Unreadable.id, "is a directory with no catalog files")
         size = os.path.getsize(path)
         if size > yamlpos.MAX_BYTES and not zipfile.is_zipfile(path):
-            return problem(TooLarge.id, f"file is {size} bytes, larger than the {yamlpos.MAX_BYTES} byte limit")
+            return _problem(doc, TooLarge.id, f"file is {size} bytes, larger than the {yamlpos.MAX_BYTES} byte limit")
         with open(path, "rb") as f:
             doc.raw = f.read(yamlpos.MAX_BYTES + 1) if not zipfile.is_zipfile(path) else b""
     except FileNotFoundError:
-        return problem(Unreadable.id, "no such file")
+        return _problem(doc, Unreadable.id, "no such file")
     except OSError as exc:
-        return problem(Unreadable.id, f"cannot read: {exc.strerror or exc}")
+        return _problem(doc, Unreadable.id, f"cannot read: {exc.strerror or exc}")
     if zipfile.is_zipfile(path):
         doc.kind = "csar"
         return doc
+    return _parse(doc, path)
+
+
+def from_text(path: str, text: str) -> Document:
+    """The document ``path`` would be with ``text`` as its content (an editor's unsaved buffer)."""
+    raw = text.encode("utf-8", "surrogatepass")
+    doc = Document(path=display_path(path), abspath=os.path.abspath(path), raw=raw[:yamlpos.MAX_BYTES + 1])
+    if len(raw) > yamlpos.MAX_BYTES:
+        return _problem(doc, TooLarge.id, f"file is {len(raw)} bytes, larger than the {yamlpos.MAX_BYTES} byte limit")
+    return _parse(doc, path)
+
+
+def _parse(doc: Document, path: str) -> Document:
     if doc.raw.startswith(b"PK\x03\x04") or path.endswith((".zip", ".csar")):
-        return problem(NotText.id, "not a readable ZIP archive (a CSAR must be one)")
+        return _problem(doc, NotText.id, "not a readable ZIP archive (a CSAR must be one)")
     if not doc.raw.strip():
-        return problem(NotText.id, "empty file")
+        return _problem(doc, NotText.id, "empty file")
     if b"\x00" in doc.raw:
-        return problem(NotText.id, "binary file (NUL bytes), not a YAML or JSON document")
+        return _problem(doc, NotText.id, "binary file (NUL bytes), not a YAML or JSON document")
     try:
         doc.text = doc.raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        return problem(NotText.id, f"not UTF-8 text (byte {exc.start})")
+        return _problem(doc, NotText.id, f"not UTF-8 text (byte {exc.start})")
     try:
         doc.data, doc.positions = yamlpos.load(doc.text)
     except yamlpos.DocumentError as exc:
         if doc.text.lstrip().startswith("#cloud-config"):
             doc.kind = "cloud-config"
-        return problem(exc.rule_id, exc.message, exc.line, exc.column)
+        return _problem(doc, exc.rule_id, exc.message, exc.line, exc.column)
     for dup_path, line, col in doc.positions.duplicates:
         doc.problems.append(RawFinding(
             DuplicateKey.id, dup_path, f"duplicate key '{dup_path[-1]}': YAML keeps only the last one",

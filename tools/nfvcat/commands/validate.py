@@ -8,11 +8,12 @@ with --strict); 3 an engine could not run, so the result is incomplete.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from nfvcat import project
 from nfvcat.commands import options
-from nfvcat.errors import EXIT_ENGINE, EXIT_FINDINGS, EXIT_OK, UserError
+from nfvcat.errors import EXIT_ENGINE, EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, UserError
 from nfvcat.validation import client
 from nfvcat.validation import report as output
 from nfvcat.validation.model import Options, Report
@@ -39,6 +40,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="list the findings suppressed by templates, comments and .nfvcat.yaml")
     p.add_argument("--require-signed", action="store_true",
                    help="a VNF package without a signed manifest is an error (E4006)")
+    p.add_argument("--stdin-filename", metavar="PATH",
+                   help="validate standard input as the content of PATH, saved or not (an editor's buffer): "
+                        "nested templates, get_file and examples are PATH's")
     p.add_argument("--trust-ca", metavar="FILE",
                    help="PEM CA certificate(s) a signed package's certificate must chain to (E4006)")
     p.set_defaults(func=run)
@@ -58,10 +62,16 @@ def run(args: argparse.Namespace) -> int:
                 pass
         except OSError as exc:
             raise UserError(f"environment file {env}: {exc.strerror}") from None
+    overlays = {}
+    if args.stdin_filename:
+        if args.paths:
+            raise UserError("--stdin-filename validates standard input as that file: give no PATH", EXIT_USAGE)
+        overlays[os.path.abspath(args.stdin_filename)] = sys.stdin.read()
+        args.paths = [args.stdin_filename]
     proj = project.load()
     options = Options(environments=args.environment, parameters=dict(args.parameter), site=args.site or proj.site,
                       use_cache=not args.no_cache, project=proj, skip_unknown=args.skip_unknown,
-                      require_signed=args.require_signed, trust_ca=args.trust_ca)
+                      require_signed=args.require_signed, trust_ca=args.trust_ca, overlays=overlays)
     report = None
     if not (args.no_server or client.disabled()):
         report = client.validate(args.paths, options)

@@ -12,8 +12,10 @@ the properties they feed (heat_values); findings are located on the offending ke
 from __future__ import annotations
 
 import collections
+import copy
 import os
 import re
+import time
 from typing import Any
 from urllib.parse import unquote, urlparse
 
@@ -91,18 +93,87 @@ def setup() -> None:
     nova.NovaClientPlugin.absolute_limits = lambda self: collections.defaultdict(lambda: -1)
     stack_resource.StackResource.validate_nested_stack = _validate_nested_strictly
 
-    def _local_only(url: str) -> bytes:
-        if urlparse(url).scheme != "file":
-            raise ValueError(f"not fetched offline: {url}")
-        # Every file looked for is a dependency, found or not: adding a missing one changes the result.
-        _state.setdefault("looked_for", {})[unquote(urlparse(url).path)] = None
-        with open(unquote(urlparse(url).path), "rb") as f:
-            return f.read()
-
     utils.read_url_content = _local_only
     template_utils.utils.read_url_content = _local_only
+    template_utils.request = _LocalRequest()  # the template and environment files it opens itself
+    _keep_parsed_texts(template_utils.template_format)
+    from heat.engine import stack
+
+    stack.time = _NoYield()
     # A project id as every real request has one (the AWS pseudo parameters of a group quote it).
     _state["ctx"] = context.RequestContext(is_admin=True, project_id="nfvcat-offline", user_id="nfvcat")
+
+
+def _local_only(url: str) -> bytes:
+    """A file heatclient bundles: local only, the job's unsaved content (``overlay``) before the disk."""
+    if urlparse(url).scheme != "file":
+        raise ValueError(f"not fetched offline: {url}")
+    # Every file looked for is a dependency, found or not: adding a missing one changes the result.
+    path = unquote(urlparse(url).path)
+    _state.setdefault("looked_for", {})[path] = None
+    return _read(path)
+
+
+def _read(path: str) -> bytes:
+    text = _state.get("overlay", {}).get(os.path.abspath(path))
+    if text is not None:
+        return str(text).encode("utf-8", "surrogatepass")
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def _text(path: str) -> str:
+    """``_read`` as text, newlines as ``open(path, encoding="utf-8")`` gives them."""
+    return _read(path).decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
+
+
+class _LocalRequest:
+    """``urllib.request`` as heatclient's template_utils sees it: what it opens is read by ``_local_only``."""
+
+    def __getattr__(self, name: str) -> Any:
+        import urllib.request
+
+        return getattr(urllib.request, name)
+
+    @staticmethod
+    def urlopen(url: str, *args: Any, **kwargs: Any) -> Any:
+        import io
+
+        return io.BytesIO(_local_only(url))
+
+
+class _NoYield:
+    """``time`` as heat.engine.stack sees it, without the ``time.sleep(0)`` that Stack.validate makes after
+    each resource to let Heat's other green threads run: a worker has none, and on a loaded machine each
+    such yield costs a time slice (3-5 ms a resource)."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(time, name)
+
+    @staticmethod
+    def sleep(seconds: float) -> None:
+        if seconds > 0:
+            time.sleep(seconds)
+
+
+def _keep_parsed_texts(client_format: Any, size: int = 256) -> None:
+    """heatclient parses the template and every file it bundles (to tell templates from other files) on
+    every job, and a warm worker sees the same texts again and again (a VNF template nested in every chain):
+    its ``parse`` keeps the data of the last ``size`` texts it parsed and returns a copy (Heat may change
+    what it is given). A text that does not parse raises each time, as before."""
+    parse = client_format.parse
+    parsed: collections.OrderedDict[str, Any] = collections.OrderedDict()
+
+    def keeping(tmpl_str: str) -> Any:
+        if tmpl_str in parsed:
+            parsed.move_to_end(tmpl_str)
+        else:
+            parsed[tmpl_str] = parse(tmpl_str)
+            while len(parsed) > size:
+                parsed.popitem(last=False)
+        return copy.deepcopy(parsed[tmpl_str])
+
+    client_format.parse = keeping
 
 
 def _values_of_uncreated(res: Any) -> set[str]:
@@ -190,12 +261,10 @@ def _tacker_base_hot(path: str) -> tuple[dict[str, Any], Any] | None:
         if entry.endswith((".yaml", ".yml")):
             full = os.path.join(nested, entry)
             _state["looked_for"][full] = None
-            with open(full, encoding="utf-8") as f:
-                files[entry] = f.read()
+            files[entry] = _text(full)
             _state["aliases"][entry] = full
     _state["looked_for"][os.path.abspath(path)] = None
-    with open(path, encoding="utf-8") as f:
-        tpl = template_format.parse(f.read())
+    tpl = template_format.parse(_text(path))
     for body in (tpl.get("resources") or {}).values():  # a nested template added later changes the result
         kind = body.get("type") if isinstance(body, dict) else None
         if isinstance(kind, str) and kind.endswith((".yaml", ".yml")) and "/" not in kind:
@@ -215,6 +284,7 @@ def check(job: Job) -> Result:
     from heatclient.common import template_utils
 
     path = job["file"]
+    _state["overlay"] = dict(job.get("overlay") or {})
     deps: dict[str, None] = {}
     _state["looked_for"] = deps
     for env_path in job.get("environments") or []:
@@ -281,8 +351,7 @@ def _bundle_finding(path: str, exc: Exception, environments: list[str]) -> dict[
         return finding(HeatBundle.id, [], message, ENGINE)
     for source in [path, *environments]:
         try:
-            with open(source, encoding="utf-8") as f:
-                data = template_format.yaml.load(f.read(), Loader=template_format.yaml_loader)
+            data = template_format.yaml.load(_text(source), Loader=template_format.yaml_loader)
         except Exception:  # unreadable: the message names the file
             continue
         where = heat_paths.missing_file(data, os.path.dirname(os.path.abspath(source)), str(missing))
@@ -347,8 +416,7 @@ def _environment(path: str) -> list[dict[str, Any]]:
     from heat.common import environment_format
     from heat.engine import environment
 
-    with open(path, encoding="utf-8") as f:
-        text = f.read()
+    text = _text(path)
     try:
         env = environment_format.parse(text)
         environment.Environment(env)

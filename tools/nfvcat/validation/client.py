@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import os
 import socket
-import subprocess
 import sys
 import time
 from typing import Any
 
-from nfvcat.validation.server import fingerprint, private_dir, receive, send, site_for, socket_path
+from nfvcat.validation.server import private_dir, receive, send, settings_fingerprint, site_for, socket_path
 
 START_TIMEOUT = 30.0  # the server answers as soon as it listens; engines load on the first request
 
@@ -61,6 +60,8 @@ def start(site: str | None = None, idle: float | None = None) -> dict[str, Any] 
         d = private_dir()
     except OSError:  # no private directory to be had (a read-only cache, another user's): in-process
         return None
+    import subprocess
+
     args = [sys.executable, "-m", "nfvcat.validation.server"]
     if site:
         args += ["--site", site]
@@ -104,11 +105,11 @@ def validate(paths: list[str], options: Any) -> Any:
     from nfvcat.validation.model import Report
 
     site = site_for(options.site, options.catalog_root)
-    message = {"op": "validate", "fingerprint": fingerprint(site), "cwd": os.getcwd(), "paths": list(paths),
+    message = {"op": "validate", "settings": settings_fingerprint(site), "cwd": os.getcwd(), "paths": list(paths),
                "options": {"environments": list(options.environments), "parameters": dict(options.parameters),
                            "site": options.site, "use_cache": options.use_cache,
                            "require_signed": options.require_signed, "trust_ca": options.trust_ca,
-                           "skip_unknown": options.skip_unknown,
+                           "skip_unknown": options.skip_unknown, "overlays": dict(options.overlays),
                            "project": str(options.project.path) if options.project and options.project.path else None}}
     for _attempt in range(3):
         reply = request(message, engine_timeout() + 60)

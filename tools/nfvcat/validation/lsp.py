@@ -3,8 +3,14 @@
 On open and on save, the file is validated as ``nfvcat validate FILE`` would (through the engine server,
 started when none runs, or in-process when it cannot be used) and every finding becomes a diagnostic at
 its line and column, with the rule id as its code and the rule's section of docs/rules.md as its link.
-Findings in other files (a nested template Heat rejects) are published to those files. Unsaved changes
-are not validated: the engines read the files from disk (nested templates, get_file, environments).
+Findings in other files (a nested template Heat rejects) are published to those files.
+
+On a change (``textDocument/didChange``, full or incremental), the buffer's content is validated as
+``nfvcat validate --stdin-filename FILE`` would, once the typing pauses (``NFVCAT_LSP_DEBOUNCE`` seconds,
+default 0.3): the newest version wins, and the findings of a version older than the buffer's are never
+published (each publication names its version). Heat reads the buffer in place of the file (nested
+templates and get_file around it from disk); tosca-parser reads only the disk, so a TOSCA or VNFD buffer's
+engine findings wait for the save (the other rules see the buffer).
 """
 
 from __future__ import annotations
@@ -49,13 +55,21 @@ def diagnostic(finding: Finding, lines: list[str]) -> types.Diagnostic:
         source=f"nfvcat ({finding.engine})")
 
 
-def validate_file(path: str) -> list[Finding]:
-    """The findings ``nfvcat validate PATH`` prints, through the engine server when it can be used."""
+def debounce() -> float:
+    try:
+        return max(0.0, float(os.environ.get("NFVCAT_LSP_DEBOUNCE", "0.3")))
+    except ValueError:
+        return 0.3
+
+
+def validate_file(path: str, text: str | None = None) -> list[Finding]:
+    """The findings ``nfvcat validate PATH`` prints (with ``text``: ``--stdin-filename PATH`` given that
+    text), through the engine server when it can be used."""
     from nfvcat.validation import client
     from nfvcat.validation.model import Options
     from nfvcat.validation.pipeline import validate_paths
 
-    options = Options()
+    options = Options(overlays={} if text is None else {os.path.abspath(path): text})
     report = None if client.disabled() else client.validate([path], options)
     if report is None:
         report = validate_paths([path], options)
@@ -67,18 +81,56 @@ class NfvcatLanguageServer(LanguageServer):
         super().__init__("nfvcat", __version__)
         self.published: dict[str, set[str]] = {}  # validated file's URI -> URIs it has diagnostics on
         self.lock = threading.Lock()  # one validation at a time: results are published in order
+        self.versions: dict[str, int | None] = {}  # URI -> the newest version of the buffer an event named
+        self.timers: dict[str, threading.Timer] = {}  # URI -> the validation waiting for the typing to pause
+        self.state = threading.Lock()  # guards versions and timers
 
-    def check(self, uri: str) -> None:
+    def newest(self, uri: str, version: int | None) -> None:
+        """An event about ``version`` of the buffer: results for older versions are stale from now on."""
+        with self.state:
+            self.versions[uri] = version
+            timer = self.timers.pop(uri, None)
+        if timer is not None:
+            timer.cancel()
+
+    def changed(self, uri: str, version: int) -> None:
+        """The buffer changed: validate its content once no newer change came for a while."""
+        self.newest(uri, version)
+        timer = threading.Timer(debounce(), self.check, args=(uri,), kwargs={"version": version, "buffer": True})
+        timer.daemon = True
+        with self.state:
+            if self.versions.get(uri) != version:
+                return
+            self.timers[uri] = timer
+        timer.start()
+
+    def current(self, uri: str, version: int | None) -> bool:
+        with self.state:
+            return self.versions.get(uri, version) == version
+
+    def check(self, uri: str, version: int | None = None, buffer: bool = False) -> None:
+        """Validate the file (``buffer``: the editor's content of ``version``) and publish, unless a newer
+        version of the buffer arrived meanwhile."""
         path = to_fs_path(uri)
-        if path is None or not os.path.isfile(path):
+        if path is None or (not buffer and not os.path.isfile(path)):
             return
         with self.lock:
+            text = None
+            if buffer:
+                if not self.current(uri, version):
+                    return  # a newer change is waiting for its own turn
+                try:
+                    text = self.workspace.get_text_document(uri).source
+                except Exception:
+                    return
             try:
-                findings = validate_file(path)
+                findings = validate_file(path, text)
             except Exception as exc:  # a bad site profile, say: shown, never a crash of the server
                 self.window_show_message(types.ShowMessageParams(
                     type=types.MessageType.Error, message=f"nfvcat: {exc}"))
                 return
+            if not self.current(uri, version):
+                return  # the buffer changed while this ran: these findings are of an older version
             by_uri: dict[str, list[types.Diagnostic]] = {uri: []}
             texts: dict[str, list[str]] = {}
             for f in findings:
@@ -91,7 +143,8 @@ class NfvcatLanguageServer(LanguageServer):
                 self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=stale, diagnostics=[]))
             self.published[uri] = set(by_uri)
             for key, diagnostics in by_uri.items():
-                self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=key, diagnostics=diagnostics))
+                self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
+                    uri=key, diagnostics=diagnostics, version=version if key == uri else None))
 
 
 def _lines(ls: LanguageServer, uri: str) -> list[str]:
@@ -106,14 +159,27 @@ def build() -> NfvcatLanguageServer:
 
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: NfvcatLanguageServer, params: types.DidOpenTextDocumentParams) -> None:
-        ls.thread_pool.submit(ls.check, params.text_document.uri)
+        uri, version = params.text_document.uri, params.text_document.version
+        ls.newest(uri, version)
+        ls.thread_pool.submit(ls.check, uri, version)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+    def did_change(ls: NfvcatLanguageServer, params: types.DidChangeTextDocumentParams) -> None:
+        ls.changed(params.text_document.uri, params.text_document.version)  # pygls applied the change
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE, types.SaveOptions(include_text=False))
     def did_save(ls: NfvcatLanguageServer, params: types.DidSaveTextDocumentParams) -> None:
-        ls.thread_pool.submit(ls.check, params.text_document.uri)
+        uri = params.text_document.uri
+        try:
+            version: int | None = ls.workspace.get_text_document(uri).version
+        except Exception:
+            version = None
+        ls.newest(uri, version)  # the saved file is this version: a pending change's run is not needed
+        ls.thread_pool.submit(ls.check, uri, version)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: NfvcatLanguageServer, params: types.DidCloseTextDocumentParams) -> None:
+        ls.newest(params.text_document.uri, None)
         for uri in ls.published.pop(params.text_document.uri, set()):
             ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 

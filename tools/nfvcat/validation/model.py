@@ -23,6 +23,8 @@ class Options:
     trust_ca: str | None = None  # PEM CA file a package's signing certificate must chain to (E4006)
     project: Project | None = None  # .nfvcat.yaml: exclude, ignore
     skip_unknown: bool = False  # the paths are a hook's file list: skip what is none of nfvcat's kinds
+    # Unsaved content by absolute path (an editor's buffer, --stdin-filename): validated as that file's.
+    overlays: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass

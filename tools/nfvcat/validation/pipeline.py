@@ -29,8 +29,12 @@ from nfvcat.rules import all_rules
 from nfvcat.rules.base import Context, Rule
 from nfvcat.rules.parsing.e0007_unknown_kind import UnknownKind
 from nfvcat.rules.parsing.e0009_engine_failure import EngineFailure
-from nfvcat.validation.executor import EngineUnavailable, Executor, OneShotExecutor
+from nfvcat.validation.executor import EngineUnavailable, Executor, OneShotExecutor, unavailable
 from nfvcat.validation.model import Options, Report
+
+# Engines that take a document's unsaved content: Heat reads every file through the job's overlay (nested
+# templates and get_file of the buffer too); Nova's jobs carry their data. tosca-parser reads the disk.
+OVERLAID_ENGINES = {"heat", "nova"}
 
 
 def _env_parameters(env: Document) -> dict[str, Any]:
@@ -73,7 +77,8 @@ class Validation:
     def doc(self, path: str) -> Document:
         key = os.path.abspath(path)
         if key not in self.docs:
-            self.docs[key] = self.reader(path)
+            text = self.options.overlays.get(key)
+            self.docs[key] = self.reader(path) if text is None else documents.from_text(path, text)
         return self.docs[key]
 
     def run(self) -> Report:
@@ -134,8 +139,13 @@ class Validation:
                     UnknownKind.id, (), "not a HOT template, Heat environment, TOSCA template, SOL001 VNFD, CSAR, "
                     "cloud-config, or catalog entry/flavor/site profile/inventory")))
             return False
-        self.jobs.extend(plan(doc, JobContext(ctx, self.options.environments, self.options.parameters,
-                                              self._examples(doc))))
+        for job in plan(doc, JobContext(ctx, self.options.environments, self.options.parameters,
+                                         self._examples(doc))):
+            if self.options.overlays and job.engine == "heat":
+                job.payload["overlay"] = self.options.overlays
+            elif doc.abspath in self.options.overlays and job.engine not in OVERLAID_ENGINES:
+                job.result = unavailable(job.engine, "it reads the saved file: unsaved changes are checked on save")
+            self.jobs.append(job)
         return True
 
     def _rules(self, doc: Document, ctx: Context) -> bool:
@@ -205,6 +215,8 @@ class Validation:
         hits = 0
         pending: dict[str, list[tuple[str, EngineJob]]] = {}
         for job in self.jobs:
+            if job.result is not None:  # decided without its engine
+                continue
             key = cache.job_key(job.engine, job.payload)
             cached = cache.get(key) if self.options.use_cache else None
             if cached is not None:
@@ -219,9 +231,7 @@ class Validation:
         try:
             results = self.executor.run_jobs(name, [job.payload for _, job in batch])
         except EngineUnavailable as exc:
-            message = f"{name} engine did not run: {exc}"
-            results = [{"findings": [{"id": EngineFailure.id, "path": [], "message": message, "engine": name}]}
-                       for _ in batch]
+            results = [unavailable(name, exc) for _ in batch]
         else:
             for (key, _), result in zip(batch, results, strict=True):
                 if not any(f.get("id") == EngineFailure.id for f in result.get("findings", [])):

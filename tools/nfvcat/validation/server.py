@@ -3,11 +3,13 @@ imported and warm so that a changed template is validated in a fraction of a sec
 
 It listens on a Unix socket in a private (0700) directory under the cache directory, never on a network
 port, and answers only processes of its own user (SO_PEERCRED). A request is one JSON line, the answer one
-JSON line. The client sends a fingerprint of nfvcat's code, the installed packages (engine versions), the
-NFVCAT_* settings and the site profile: when it differs from the server's, the server exits and the client
-starts a new one. The server exits after an idle time (``NFVCAT_SERVER_IDLE``, default 15 min), on
-``nfvcat server stop``, SIGTERM or SIGINT, removing its socket and pid file; a server killed outright
-leaves them behind, and the next one (which holds the directory's lock) replaces them.
+JSON line. The client sends a fingerprint of what only it knows (its Python, the NFVCAT_* settings, the site
+profile); the server checks, while it validates, that nfvcat's code and the installed packages (engine
+versions) are still those it started with. When either differs, the server answers "restart" (never a
+result from the old code) and exits, and the client starts a new one. The server exits after an idle
+time (``NFVCAT_SERVER_IDLE``, default 15 min), on ``nfvcat server stop``, SIGTERM or SIGINT, removing its
+socket and pid file; a server killed outright leaves them behind, and the next one (which holds the
+directory's lock) replaces them.
 """
 
 from __future__ import annotations
@@ -66,10 +68,30 @@ def idle_timeout() -> float:
 
 
 # -- fingerprint -------------------------------------------------------------------------------------
-def fingerprint(site: str | None) -> str:
-    """What the server's answers depend on besides the documents: nfvcat's files, the installed packages
-    (their dist-info names carry the versions of Heat, Nova, tosca-parser, tacker...), the cloud-init
-    schema, the NFVCAT_* settings, the Python, and the site profile's content. Cheap: stat, not read."""
+def fingerprint(site: str | None, code: str | None = None) -> str:
+    """What the server's answers depend on besides the documents: the caller's settings and the code."""
+    code = code or code_fingerprint()
+    return hashlib.sha256(f"{settings_fingerprint(site)}\n{code}".encode()).hexdigest()[:32]
+
+
+def settings_fingerprint(site: str | None) -> str:
+    """What only the caller knows: its Python and nfvcat, its NFVCAT_* settings and PYTHONPATH, and the site
+    profile's content. Cheap (no walk of the installed files): the client computes it on every call."""
+    import nfvcat
+
+    h = hashlib.sha256(f"{sys.executable}\n{nfvcat.__file__}\n{os.environ.get('PYTHONPATH', '')}\n".encode())
+    for key in sorted(k for k in os.environ if k.startswith("NFVCAT_") and k not in _IGNORED_SETTINGS):
+        h.update(f"{key}={os.environ[key]}\n".encode())
+    if site:
+        with contextlib.suppress(OSError):
+            h.update(hashlib.sha256(Path(site).read_bytes()).digest())
+    return h.hexdigest()[:32]
+
+
+def code_fingerprint() -> str:
+    """nfvcat's files, the installed packages (their dist-info names carry the versions of Heat, Nova,
+    tosca-parser, tacker...) and the cloud-init schema. Stat, not read: the server checks it during each
+    validation, while the engines work."""
     import nfvcat
 
     h = hashlib.sha256()
@@ -87,12 +109,7 @@ def fingerprint(site: str | None) -> str:
                 h.update("\n".join(sorted(n for n in os.listdir(entry) if n.endswith(".dist-info"))).encode())
     from nfvcat.engines import cloudinit
 
-    h.update(f"cloud-init:{cloudinit.version()}\n{sys.executable}\n".encode())
-    for key in sorted(k for k in os.environ if k.startswith("NFVCAT_") and k not in _IGNORED_SETTINGS):
-        h.update(f"{key}={os.environ[key]}\n".encode())
-    if site:
-        with contextlib.suppress(OSError):
-            h.update(hashlib.sha256(Path(site).read_bytes()).digest())
+    h.update(f"cloud-init:{cloudinit.version()}\n".encode())
     return h.hexdigest()[:32]
 
 
@@ -150,7 +167,9 @@ class Server:
         self.dir = private_dir()
         self.site = site
         self.idle = idle
-        self.fingerprint = fingerprint(site)
+        self.settings = settings_fingerprint(site)
+        self.code = code_fingerprint()
+        self.fingerprint = fingerprint(site, self.code)
         self.pool = WorkerPool(self.dir, ENGINES)
         self.documents = DocumentCache()
         self.validating = threading.Lock()  # one validation at a time: it changes the working directory
@@ -196,13 +215,21 @@ class Server:
             return {"stopped": os.getpid()}
         if op != "validate":
             return {"error": f"unknown request {op!r}"}
-        if request.get("fingerprint") != self.fingerprint:
-            self.stopping.set()  # nfvcat, an engine or the site profile changed: a new server is needed
-            return {"restart": "nfvcat's code, an engine, the settings or the site profile changed"}
+        if request.get("settings") != self.settings:
+            self.stopping.set()  # the settings or the site profile changed: a new server is needed
+            return {"restart": "the settings, the site profile or the Python changed"}
         with self.validating:
             self.requests += 1
+            code: list[str] = []
+            check = threading.Thread(target=lambda: code.append(code_fingerprint()), daemon=True)
+            check.start()  # while the engines work
             try:
-                return {"report": self._validate(request)}
+                report = self._validate(request)
+                check.join()
+                if code != [self.code]:
+                    self.stopping.set()  # nfvcat or an engine changed: this answer may be the old code's
+                    return {"restart": "nfvcat's code or an engine changed"}
+                return {"report": report}
             except Exception as exc:
                 from nfvcat.errors import UserError
 
@@ -212,7 +239,7 @@ class Server:
             finally:
                 if not self.warmed:  # the first request started what it needed; load the other engines now
                     self.warmed = True
-                    threading.Thread(target=self.pool.start, args=(list(self.pool.workers),), daemon=True).start()
+                    threading.Thread(target=self.pool.warm, daemon=True).start()
 
     def _validate(self, request: dict[str, Any]) -> dict[str, Any]:
         from nfvcat import project
@@ -225,7 +252,8 @@ class Server:
                           parameters=dict(opts.get("parameters") or {}), site=opts.get("site"),
                           use_cache=bool(opts.get("use_cache", True)), skip_unknown=bool(opts.get("skip_unknown")),
                           project=project.load(Path(opts["project"])) if opts.get("project") else None,
-                          require_signed=bool(opts.get("require_signed", False)), trust_ca=opts.get("trust_ca"))
+                          require_signed=bool(opts.get("require_signed", False)), trust_ca=opts.get("trust_ca"),
+                          overlays={str(k): str(v) for k, v in (opts.get("overlays") or {}).items()})
         return validate_paths(list(request.get("paths") or []), options, self.pool, self.documents.read).to_json()
 
     def serve(self) -> int:
