@@ -9,7 +9,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -81,6 +80,8 @@ def put(key: str, result: dict[str, Any]) -> None:
     deps = {dep: file_hash(dep) for dep in result.get("deps") or {}}
     entry = {"findings": result.get("findings", []), "deps": deps}
     target = cache_dir() / key[:2]
+    import tempfile  # here: the engine server's client only needs cache_dir
+
     try:
         target.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=target, suffix=".tmp")
