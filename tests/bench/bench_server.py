@@ -106,6 +106,17 @@ class Bench:
     def stop(self) -> None:
         subprocess.run([*NFVCAT, "server", "stop"], cwd=self.root, capture_output=True, env=self.env)
 
+    def warm(self, timeout: float = 300) -> float:
+        """Wait until every worker of the server has loaded its engine (after the first call, the server
+        loads the engines that call did not need, and Heat's second worker); the seconds waited."""
+        started = time.monotonic()
+        while time.monotonic() - started < timeout:
+            workers = self.status().get("workers", {})
+            if workers and all(w.get("ready") for w in workers.values()):
+                break
+            time.sleep(0.5)
+        return time.monotonic() - started
+
 
 def alternate(arms: dict[str, Callable[[], float]], runs: int) -> dict[str, list[float]]:
     for arm in arms.values():  # warm-up, not counted
@@ -142,6 +153,7 @@ def main() -> None:
         try:
             print(f"{len(pairs)} Heat entries, one example each, {os.cpu_count()} CPUs, load average "
                   f"{os.getloadavg()[0]:.1f}; {args.runs} samples per arm, arms alternated after a warm-up")
+            print(f"uptime: {subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()}")
 
             first = []
             for _ in range(3):
@@ -149,6 +161,7 @@ def main() -> None:
                 first.append(bench.server(bench.files))
             print("first call (starts the server, loads Heat), the 6 changed templates:")
             print(line("first call", first))
+            print(f"  then {bench.warm():.1f} s until every worker of the server had loaded its engine")
 
             arms: dict[str, Callable[[], float]] = {"server": lambda: bench.server(bench.files),
                                                     "fresh": lambda: bench.fresh(bench.files)}
@@ -204,6 +217,7 @@ def main() -> None:
             print("whole catalog, cold (every engine job runs):")
             for name, values in whole.items():
                 print(line(name, values))
+            print(f"uptime at the end: {subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()}")
         finally:
             bench.stop()
 

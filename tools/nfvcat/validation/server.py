@@ -185,7 +185,7 @@ class Server:
         return {"pid": os.getpid(), "fingerprint": self.fingerprint, "started": self.started,
                 "idle_timeout": self.idle, "idle_for": round(time.monotonic() - self.last, 1),
                 "requests": self.requests, "socket": str(socket_path()), "site": self.site,
-                "workers": {name: {"pid": w.pid(), "restarts": w.restarts, "busy": w.busy}
+                "workers": {name: {"pid": w.pid(), "restarts": w.restarts, "busy": w.busy, "ready": w.ready}
                             for name, w in self.pool.workers.items()},
                 "rss_kib": _rss_kib([os.getpid(), *(w.pid() for w in self.pool.workers.values())])}
 
