@@ -20,40 +20,56 @@ BAD = (ROOT / "tests" / "fixtures" / "rules" / "E1001" / "fail.yaml").read_text(
 GOOD = (ROOT / "tests" / "fixtures" / "rules" / "E1001" / "pass.yaml").read_text()
 
 
-async def _session(path: Path, env: dict[str, str]) -> list[types.PublishDiagnosticsParams]:
-    client = LanguageClient("test-editor", "1")
-    published: list[types.PublishDiagnosticsParams] = []
-    arrived = asyncio.Event()
+class Editor:
+    """pygls's LSP client running ``nfvcat lsp`` on ``path``'s directory, collecting its diagnostics."""
 
-    @client.feature(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
-    def on_diagnostics(params: types.PublishDiagnosticsParams) -> None:
-        published.append(params)
-        arrived.set()
-
-    async def next_diagnostics() -> types.PublishDiagnosticsParams:
-        await asyncio.wait_for(arrived.wait(), timeout=300)
-        arrived.clear()
-        return published[-1]
-
-    await client.start_io(sys.executable, "-m", "nfvcat", "lsp", cwd=str(path.parent), env=env)
-    try:
-        await client.initialize_async(types.InitializeParams(
-            capabilities=types.ClientCapabilities(), root_uri=from_fs_path(str(path.parent))))
-        client.initialized(types.InitializedParams())
+    def __init__(self, path: Path):
+        self.client = LanguageClient("test-editor", "1")
+        self.path = path
+        self.published: list[types.PublishDiagnosticsParams] = []
+        self.arrived = asyncio.Event()
         uri = from_fs_path(str(path))
         assert uri is not None
-        client.text_document_did_open(types.DidOpenTextDocumentParams(text_document=types.TextDocumentItem(
-            uri=uri, language_id="yaml", version=1, text=path.read_text())))
-        await next_diagnostics()
+        self.uri = uri
+
+        @self.client.feature(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+        def on_diagnostics(params: types.PublishDiagnosticsParams) -> None:
+            self.published.append(params)
+            self.arrived.set()
+
+    async def next_diagnostics(self) -> types.PublishDiagnosticsParams:
+        await asyncio.wait_for(self.arrived.wait(), timeout=300)
+        self.arrived.clear()
+        return self.published[-1]
+
+    async def open(self, env: dict[str, str]) -> types.PublishDiagnosticsParams:
+        await self.client.start_io(sys.executable, "-m", "nfvcat", "lsp", cwd=str(self.path.parent), env=env)
+        await self.client.initialize_async(types.InitializeParams(
+            capabilities=types.ClientCapabilities(), root_uri=from_fs_path(str(self.path.parent))))
+        self.client.initialized(types.InitializedParams())
+        self.client.text_document_did_open(types.DidOpenTextDocumentParams(text_document=types.TextDocumentItem(
+            uri=self.uri, language_id="yaml", version=1, text=self.path.read_text())))
+        return await self.next_diagnostics()
+
+    async def close(self) -> None:
+        try:
+            await self.client.shutdown_async(None)
+            self.client.exit(None)
+        finally:
+            await self.client.stop()
+
+
+async def _session(path: Path, env: dict[str, str]) -> list[types.PublishDiagnosticsParams]:
+    editor = Editor(path)
+    try:
+        await editor.open(env)
         path.write_text(GOOD)  # the user fixes the template and saves
-        client.text_document_did_save(types.DidSaveTextDocumentParams(
-            text_document=types.TextDocumentIdentifier(uri=uri)))
-        await next_diagnostics()
-        await client.shutdown_async(None)
-        client.exit(None)
+        editor.client.text_document_did_save(types.DidSaveTextDocumentParams(
+            text_document=types.TextDocumentIdentifier(uri=editor.uri)))
+        await editor.next_diagnostics()
     finally:
-        await client.stop()
-    return published
+        await editor.close()
+    return editor.published
 
 
 def test_diagnostics_on_open_and_save_through_the_engine_server(tmp_path: Path) -> None:
@@ -84,50 +100,27 @@ def _edit(line: int, start: int, end: int, text: str) -> types.TextDocumentConte
 async def _typing(path: Path, env: dict[str, str]) -> dict[str, Any]:
     """Open the saved (bad) template, then change the buffer without saving: a full change to the good
     text, an incremental one back to a bad value, then two changes at once (the newest wins)."""
-    client = LanguageClient("test-editor", "1")
-    published: list[types.PublishDiagnosticsParams] = []
-    arrived = asyncio.Event()
-
-    @client.feature(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
-    def on_diagnostics(params: types.PublishDiagnosticsParams) -> None:
-        published.append(params)
-        arrived.set()
-
-    async def next_diagnostics() -> types.PublishDiagnosticsParams:
-        await asyncio.wait_for(arrived.wait(), timeout=300)
-        arrived.clear()
-        return published[-1]
-
-    uri = from_fs_path(str(path))
-    assert uri is not None
-    document = types.VersionedTextDocumentIdentifier
+    editor = Editor(path)
 
     def change(version: int, *changes: types.TextDocumentContentChangeEvent) -> None:
-        client.text_document_did_change(types.DidChangeTextDocumentParams(
-            text_document=document(uri=uri, version=version), content_changes=list(changes)))
+        editor.client.text_document_did_change(types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=editor.uri, version=version),
+            content_changes=list(changes)))
 
     out: dict[str, Any] = {}
-    await client.start_io(sys.executable, "-m", "nfvcat", "lsp", cwd=str(path.parent), env=env)
     try:
-        await client.initialize_async(types.InitializeParams(
-            capabilities=types.ClientCapabilities(), root_uri=from_fs_path(str(path.parent))))
-        client.initialized(types.InitializedParams())
-        client.text_document_did_open(types.DidOpenTextDocumentParams(text_document=types.TextDocumentItem(
-            uri=uri, language_id="yaml", version=1, text=path.read_text())))
-        out["opened"] = await next_diagnostics()
+        out["opened"] = await editor.open(env)
         change(2, types.TextDocumentContentChangeWholeDocument(text=GOOD))  # full sync, not saved
-        out["full"] = await next_diagnostics()
+        out["full"] = await editor.next_diagnostics()
         change(3, _edit(6, 25, 31, "sriov"))  # incremental: "direct" -> "sriov"
-        out["incremental"] = await next_diagnostics()
+        out["incremental"] = await editor.next_diagnostics()
         change(4, _edit(6, 25, 30, "sriov-4"))  # two changes while the first waits: only the newest
         change(5, _edit(6, 25, 32, "direct"))
-        out["newest"] = await next_diagnostics()
+        out["newest"] = await editor.next_diagnostics()
         await asyncio.sleep(3 * float(env["NFVCAT_LSP_DEBOUNCE"]) + 2)  # time for a stale one to show up
-        out["after"] = list(published)
-        await client.shutdown_async(None)
-        client.exit(None)
+        out["after"] = list(editor.published)
     finally:
-        await client.stop()
+        await editor.close()
     return out
 
 
