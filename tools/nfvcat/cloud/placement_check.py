@@ -1,4 +1,5 @@
-"""``nfvcat check``: is each VNF of a deployed chain bound and placed as its flavor and ports demand?
+"""``nfvcat check``: is each VNF of a deployed chain bound and placed as its flavor and ports demand? (And,
+for a stack with a server group, is it redundant: :mod:`nfvcat.cloud.redundancy_check`.)
 
 Per server (GET /servers/{id}/topology, microversion 2.78): guest NUMA cells; every vCPU the policy pins
 (all for ``dedicated``, those of ``hw:cpu_dedicated_mask`` for ``mixed``, none for ``shared``) pinned, each
@@ -456,10 +457,12 @@ def load_inventory(path: str | None) -> inventory_mod.Inventory:
 
 def check_stack(conn: Any, stack_name: str, inv: inventory_mod.Inventory | None,
                 access: HostAccess | None = None) -> list[Verdict]:
+    from nfvcat.cloud import redundancy_check
+
     checker = Checker(conn, inv, access)
     for vnf, sid in servers_of(conn, stack_name):
         checker.server(vnf, sid)
-    return checker.verdicts
+    return checker.verdicts + redundancy_check.check(conn, stack_name)
 
 
 def text_table(verdicts: list[Verdict]) -> str:
