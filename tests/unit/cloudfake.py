@@ -75,7 +75,7 @@ class SfcApi:
             one = re.compile(rf"^{NEUTRON}/sfc/{kind}/([^/?]+)$")
             every = re.compile(rf"^{NEUTRON}/sfc/{kind}(\?.*)?$")
             m.get(one, json=self._show(kind))
-            m.put(one, json=self._update(kind))
+            m.put(one, json=self._show(kind, update=True))
             m.delete(one, json=self._delete(kind))
             m.get(every, json=lambda req, ctx, kind=kind: {kind: list(self.items[kind].values())})
             m.post(every, json=lambda req, ctx, kind=kind: {kind[:-1]: self.add(kind, req.json()[kind[:-1]])})
@@ -91,24 +91,16 @@ class SfcApi:
         self.items[kind][item["id"]] = item
         return item
 
-    def _show(self, kind: str) -> Any:
+    def _show(self, kind: str, update: bool = False) -> Any:
         def show(req: Any, ctx: Any) -> Any:
             item = self.items[kind].get(req.path.rsplit("/", 1)[-1])
             if item is None:
                 ctx.status_code = 404
                 return {"NeutronError": {"message": f"{kind[:-1]} not found"}}
+            if update:
+                item.update(req.json()[kind[:-1]])
             return {kind[:-1]: item}
         return show
-
-    def _update(self, kind: str) -> Any:
-        def update(req: Any, ctx: Any) -> Any:
-            item = self.items[kind].get(req.path.rsplit("/", 1)[-1])
-            if item is None:
-                ctx.status_code = 404
-                return {"NeutronError": {"message": f"{kind[:-1]} not found"}}
-            item.update(req.json()[kind[:-1]])
-            return {kind[:-1]: item}
-        return update
 
     def _delete(self, kind: str) -> Any:
         users = {"port_pairs": ("port_pair_groups", "port_pairs"),

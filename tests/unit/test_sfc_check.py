@@ -211,7 +211,9 @@ def test_a_port_pair_on_a_port_of_no_server_of_the_stack_fails(chain: Chain) -> 
 
 
 def test_a_group_without_one_of_its_pairs_fails(chain: Chain) -> None:
-    chain.ppg["port_pairs"] = [chain.physical["port_pair_a"]]
+    resp = connection().network.request(f"/sfc/port_pair_groups/{chain.ppg['id']}", "PUT",
+                                        json={"port_pair_group": {"port_pairs": [chain.physical["port_pair_a"]]}})
+    assert resp.status_code == 200 and chain.ppg["port_pairs"] == [chain.physical["port_pair_a"]]
     v = by_check(run(), "port pair group members")
     assert [x.status for x in v] == [FAIL] and "port_pair_b" in v[0].detail
 
