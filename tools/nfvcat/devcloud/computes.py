@@ -122,7 +122,8 @@ def agent_confs(state: State, c: Compute) -> dict[str, Path]:
         **agent_ini,
         # networking-sfc's agent extension programs br-int and needs a tunnel bridge (it fails to start without
         # one): VXLAN from the loopback address, never used by a network here (every host has the same address)
-        "agent": {**agent_ini["agent"], "extensions": "sfc", "tunnel_types": "vxlan"},
+        "agent": {**agent_ini["agent"], **({"extensions": "sfc", "tunnel_types": "vxlan"} if configs.sfc_enabled()
+                                           else {})},
         "ovs": {"local_ip": HOST, "tunnel_bridge": f"br-tun{c.suffix}",
                 "bridge_mappings": ",".join(f"{p}:{b}" for p, b in c.bridges().items()),
                 "datapath_type": "netdev", "vhostuser_socket_dir": str(state.run / "vhu" / c.name),

@@ -167,6 +167,15 @@ def write_multi(path: Path, ini: Ini) -> Path:
 # networking-sfc (service plugins flow_classifier and sfc in neutron.conf), with its OVS drivers; its tables come
 # from `neutron-db-manage --subproject networking-sfc upgrade head` (bootstrap.db_syncs)
 SFC_DRIVERS: Ini = {"sfc": {"drivers": "ovs"}, "flowclassifier": {"drivers": "ovs"}}
+SFC_ENV = "NFVCAT_DEVCLOUD_SFC"
+
+
+def sfc_enabled() -> bool:
+    """networking-sfc on (the default), or off with NFVCAT_DEVCLOUD_SFC=0 (a smaller dev cloud; what its cost is
+    measured against)."""
+    import os
+
+    return os.environ.get(SFC_ENV, "1") != "0"
 
 
 def neutron(state: State) -> dict[str, Path]:
@@ -177,7 +186,7 @@ def neutron(state: State) -> dict[str, Path]:
     helper = f"{state.venv_bin / 'privsep-helper'}"
     server = write(d / "neutron.conf", {
         "DEFAULT": {**common(state, "neutron"), "core_plugin": "ml2",
-                    "service_plugins": "qos,flow_classifier,sfc",
+                    "service_plugins": "qos,flow_classifier,sfc" if sfc_enabled() else "qos",
                     "auth_strategy": "keystone", "api_paste_config": str(d / "api-paste.ini"),
                     "api_workers": 1, "rpc_workers": 1, "rpc_state_report_workers": 1,
                     "notify_nova_on_port_status_changes": True, "notify_nova_on_port_data_changes": True,
@@ -189,7 +198,7 @@ def neutron(state: State) -> dict[str, Path]:
         "oslo_concurrency": {"lock_path": str(state.lib / "neutron/lock")},
         "agent": {"root_helper": "", "root_helper_daemon": ""},
         "privsep": {"helper_command": helper},
-        **SFC_DRIVERS,
+        **(SFC_DRIVERS if sfc_enabled() else {}),
     })
     ml2 = write(d / "ml2_conf.ini", {
         # vxlan: networking-sfc's OVS agent extension needs the agents' tunnel bridge (see computes.agent_confs);
