@@ -29,17 +29,41 @@ def sfc_counts(conn: Any) -> dict[str, int]:
             ("port_pairs", "port_pair_groups", "flow_classifiers", "port_chains")}
 
 
+NETWORKS = {"sfc-left": ("10.210.0.0/24", 1210), "sfc-right": ("10.211.0.0/24", 1211)}
+
+
 @pytest.fixture
-def traffic_source(conn: Any) -> Iterator[Any]:
+def sfc_networks(conn: Any) -> Iterator[None]:
+    """The chain's left and right networks: VXLAN (networking-sfc's OVS driver steers only ports of VXLAN
+    networks), made by the test and removed at the end."""
+    assert nfvcat("terminate", STACK).returncode == 0  # a failed earlier run may have left the chain
+    made = []
+    try:
+        for name, (cidr, vni) in NETWORKS.items():
+            net = conn.network.find_network(name) or conn.network.create_network(
+                name=name, provider_network_type="vxlan", provider_segmentation_id=vni)
+            made.append(net)
+            if not list(conn.network.subnets(network_id=net.id)):
+                conn.network.create_subnet(network_id=net.id, ip_version=4, cidr=cidr, gateway_ip=None)
+        yield
+    finally:
+        for net in made:
+            for port in conn.network.ports(network_id=net.id):
+                if not port.device_owner:
+                    conn.network.delete_port(port)
+            conn.network.delete_network(net)
+
+
+@pytest.fixture
+def traffic_source(conn: Any, sfc_networks: None) -> Iterator[Any]:
     """The chain's classified traffic enters from a port of a server outside the stack (a traffic source on the
     left network, on the OVS-DPDK host); removed at the end whatever happens."""
-    assert nfvcat("terminate", STACK).returncode == 0  # a failed earlier run may have left the chain
     for old in conn.compute.servers(name=f"^{SOURCE}$"):
         conn.compute.delete_server(old)
         conn.compute.wait_for_delete(old)
     for old in conn.network.ports(name=SOURCE):
         conn.network.delete_port(old)
-    net = conn.network.find_network("nfv-dpdk-left")
+    net = conn.network.find_network("sfc-left")
     port = conn.network.create_port(name=SOURCE, network_id=net.id)
     server = None
     try:
@@ -50,6 +74,7 @@ def traffic_source(conn: Any) -> Iterator[Any]:
         server = conn.compute.wait_for_server(server, wait=180)
         yield server
     finally:
+        nfvcat("terminate", STACK)  # the chain's classifier holds the source port
         if server is not None:
             conn.compute.delete_server(server)
             conn.compute.wait_for_delete(server, wait=180)
@@ -62,7 +87,7 @@ def report(res: Any) -> dict[str, Any]:
 
 
 def test_chain_sfc_created_checked_broken_and_deleted(conn: Any, traffic_source: Any) -> None:
-    before = {**counts(conn), **sfc_counts(conn)}
+    before = {**counts(conn), **sfc_counts(conn)}  # the networks and the traffic source are the test's
     t0 = time.monotonic()
     # one OVS-DPDK host in the dev cloud: the pair can only share it (soft anti-affinity)
     res = nfvcat("instantiate", STACK, "-e", "udp-flows", "-P", "affinity_policy=soft-anti-affinity",
@@ -85,9 +110,8 @@ def test_chain_sfc_created_checked_broken_and_deleted(conn: Any, traffic_source:
 
     # a port pair re-pointed: networking-sfc cannot change a pair's ports, so the group gets a pair whose
     # ingress and egress are vrouter_b's ports the other way round in place of the template's pair b
-    stack = conn.orchestration.find_stack(STACK)
-    pair_b = conn.orchestration.get_resource(stack, "port_pair_b").physical_resource_id
-    group = conn.orchestration.get_resource(stack, "port_pair_group").physical_resource_id
+    made = {r.name: r.physical_resource_id for r in conn.orchestration.resources(conn.orchestration.find_stack(STACK))}
+    pair_b, group = made["port_pair_b"], made["port_pair_group"]
     original = sfc(conn, "GET", f"port_pairs/{pair_b}")["port_pair"]
     rogue = sfc(conn, "POST", "port_pairs", {"port_pair": {
         "name": "rogue", "ingress": original["egress"], "egress": original["ingress"]}})["port_pair"]
