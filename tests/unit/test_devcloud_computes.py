@@ -97,3 +97,19 @@ def test_networking_sfc_migrations_after_neutrons(tmp_path: Path) -> None:
              for argv, _ in group]
     assert len(steps) == 2 and steps[0][-2:] == ["upgrade", "heads"]
     assert steps[1][-4:] == ["--subproject", "networking-sfc", "upgrade", "head"]
+
+
+def test_the_simulated_hypervisor_plugs_ovs_vifs_as_os_vif_would() -> None:
+    from nfvcat.devcloud import fakevirt
+
+    base = {"id": "p1", "address": "fa:16:3e:00:00:01", "devname": "vhup1", "network": {"bridge": "br-int"}}
+    vhu = {**base, "type": "vhostuser", "details": {"vhostuser_ovs_plug": True, "vhostuser_mode": "server",
+                                                     "vhostuser_socket": "/run/vhu/vhup1", "bridge_name": "br-int1"}}
+    argv = fakevirt.plug_argv(vhu, "i1")
+    assert argv is not None and argv[:4] == ["--may-exist", "add-port", "br-int1", "vhup1"]
+    assert "type=dpdkvhostuserclient" in argv and "options:vhost-server-path=/run/vhu/vhup1" in argv
+    assert {"external-ids:iface-id=p1", "external-ids:attached-mac=fa:16:3e:00:00:01",
+            "external-ids:iface-status=active", "external-ids:vm-uuid=i1"} <= set(argv)
+    ovs = fakevirt.plug_argv({**base, "type": "ovs", "devname": "tapp1", "details": {}}, "i1")
+    assert ovs is not None and ovs[2:4] == ["br-int", "tapp1"] and "type=internal" in ovs
+    assert fakevirt.plug_argv({**base, "type": "hw_veb", "details": {}}, "i1") is None  # SR-IOV: no OVS port
