@@ -121,7 +121,7 @@ def agent_confs(state: State, c: Compute) -> dict[str, Path]:
     ovs = configs.write(d / f"openvswitch_agent-{c.name}.ini", {
         **agent_ini,
         # networking-sfc's agent extension programs br-int and needs a tunnel bridge (it fails to start without
-        # one): VXLAN from the loopback address, never used by a network here (every host has the same address)
+        # one): VXLAN from the loopback address (every host has the same one: no tunnel carries traffic between hosts)
         "agent": {**agent_ini["agent"], **({"extensions": "sfc", "tunnel_types": "vxlan"} if configs.sfc_enabled()
                                            else {})},
         "ovs": {"local_ip": HOST, "tunnel_bridge": f"br-tun{c.suffix}",

@@ -201,8 +201,8 @@ def neutron(state: State) -> dict[str, Path]:
         **(SFC_DRIVERS if sfc_enabled() else {}),
     })
     ml2 = write(d / "ml2_conf.ini", {
-        # vxlan: networking-sfc's OVS agent extension needs the agents' tunnel bridge (see computes.agent_confs);
-        # no tenant network uses it
+        # vxlan: networking-sfc's OVS agent extension needs the agents' tunnel bridge (see computes.agent_confs),
+        # and its OVS driver steers only ports of VXLAN networks (admin networks with an explicit VNI)
         "ml2": {"type_drivers": "flat,vlan,vxlan", "tenant_network_types": "", "mechanism_drivers":
                 "openvswitch,sriovnicswitch", "extension_drivers": "port_security,qos"},
         "ml2_type_vlan": {"network_vlan_ranges": vlan_ranges()},
