@@ -3,21 +3,27 @@ tunnel up of two gateway VMs booted from their config drives. Prints figures, as
 Needs root and tools/debs/day0.txt.
 
 The vRouter's ACL is measured as a ratio to plain forwarding on the same chain: the only difference between
-the arms is whether the ACL tables are loaded (``nft -f`` of the file the vRouter's setup compiled, or of
-an empty replacement); the arms alternate round by round (the first arm rotates), after a warm-up round,
-so load from other users of the machine falls on every arm alike. By default (``--method toggle``) the
-arms take turns every ``--period`` seconds within one iperf3 run (a sample: the receiving interface's
-bytes over the arm's period, counted after its tables are loaded), which pairs samples a second apart;
-``--method runs`` gives each sample its own iperf3 run of ``--seconds``. The ratio is the median of the
-per-round ratios (ACL / plain of the same round). Rule sets: the template's 20 rules, and generated ones of
+the arms is whether the ACL tables are loaded in the vRouter's namespace (``nft -f`` of the file the
+vRouter's setup compiled, or of an empty replacement; same namespaces, links, offloads, routes and traffic;
+no connection tracking anywhere). By default (``--method toggle``) the arms take turns within one iperf3 run
+(client and server pinned to CPUs 0 and 1, ``--pin``): every other period is plain, the other arms (acl,
+``--control``, ``--old``, ``--conntrack``) rotate in between, each period loads its arm's tables, waits
+``--settle`` seconds and counts the receiving interface's bytes (or packets with ``--udp``) over ``--period``
+seconds; a warm-up round first is discarded. A sample's ratio is its value over the mean of the two plain
+periods around it, which cancels load from other users of the machine that changes slowly against a period;
+the printed ratio is the median of ``--samples`` such ratios. Every sample is also divided by the CPU time
+iperf3's client and server and the ksoftirqd threads ran in it (on veth links the whole forwarding path runs
+in their softirq context): that ratio is the ACL's cost on the path's own CPU, which other users' load moves
+far less than the share of the CPUs the path gets. ``--method runs`` gives each sample its own iperf3 run
+of ``--seconds`` instead, arms rotating by round. Rule sets: the template's 20 rules, and generated ones of
 the same kinds (MAC, VLAN, IP prefixes, TCP/UDP ports, one ICMP rate limit per side) with more rules,
 rendered by the template like the 20. ``--old REV`` adds an arm with the chain-walk ACL of the vrouter hook
 at that git revision (its acl.nft.in filled with the same rules); ``--control`` the plain arm a second time,
 whose ratio shows what the comparison reads between identical arms on this machine at this moment.
 
-Run: .venv/bin/python tests/bench/bench_day0.py [--method toggle|runs] [--period 1] [--seconds 5]
-     [--samples 10] [--rules 20,100,1000] [--streams 1,4] [--old REV] [--control] [--conntrack]
-     [--pin C,S] [--no-tunnel] [--no-vm] [--json FILE]
+Run: .venv/bin/python tests/bench/bench_day0.py [--method toggle|runs] [--period 0.5] [--settle 0.2]
+     [--seconds 5] [--samples 40] [--rules 20,100,1000] [--streams 1,4] [--udp BYTES] [--old REV] [--control]
+     [--conntrack] [--pin C,S] [--no-tunnel] [--no-vm] [--json FILE]
 """
 
 from __future__ import annotations
