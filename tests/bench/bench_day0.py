@@ -29,8 +29,10 @@ Run: .venv/bin/python tests/bench/bench_day0.py [--method toggle|runs] [--period
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import os
+import platform
 import signal
 import statistics
 import subprocess
@@ -183,6 +185,19 @@ def cpu_seconds(pids: list[int]) -> float:
     return total / 1e9
 
 
+def irq_time_accounting() -> bool | None:
+    """Whether the kernel accounts softirq time apart from the task it interrupts (then the CPU time of the
+    path's tasks misses the forwarding work); None when its configuration cannot be read."""
+    for path in (Path("/proc/config.gz"), Path(f"/boot/config-{platform.release()}")):
+        try:
+            data = path.read_bytes()
+        except OSError:
+            continue
+        text = gzip.decompress(data).decode() if path.suffix == ".gz" else data.decode()
+        return "CONFIG_IRQ_TIME_ACCOUNTING=y" in text
+    return None
+
+
 def schedule(arms: list[Arm], samples: int) -> list[tuple[int, Arm]]:
     """(round, arm) per period: the reference arm (``arms[0]``, plain) every other period, the other arms
     in between, their order rotating by round; round 0 is the warm-up; a closing reference period."""
@@ -272,6 +287,11 @@ def middle_half(values: list[float]) -> str:
 
 def acl_bench(chain: c.Chain, work: Path, args: argparse.Namespace) -> list[dict[str, Any]]:
     results = []
+    irq_time = irq_time_accounting()
+    if irq_time is not False:
+        print("note: the kernel " + ("accounts softirq time apart (CONFIG_IRQ_TIME_ACCOUNTING=y)" if irq_time else
+                                     "configuration is unreadable") + ": the per-CPU-second ratios may miss the "
+              "forwarding work done in softirq; read the throughput ratios")
     plain_nft = work / "plain.nft"
     plain_nft.write_text(NO_TABLES)
     root = chain.vnfs["vr"].root
