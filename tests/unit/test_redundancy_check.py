@@ -144,6 +144,34 @@ def test_another_policy_fails(mock: requests_mock.Mocker) -> None:
     assert not_passed(verdicts(mock, state)) == {("pair", "anti-affinity policy", pc.FAIL)}
 
 
+def test_soft_anti_affinity_is_judged_by_the_hosts(mock: requests_mock.Mocker) -> None:
+    state = pair_cloud()
+    state["group"]["policy"] = "soft-anti-affinity"
+    assert not_passed(verdicts(mock, state)) == set()
+
+
+def test_soft_anti_affinity_on_one_host_fails(mock: requests_mock.Mocker) -> None:
+    state = pair_cloud()
+    state["group"]["policy"] = "soft-anti-affinity"
+    state["servers"]["b"]["OS-EXT-SRV-ATTR:host"] = "devcloud-smt"
+    assert not_passed(verdicts(mock, state)) == {("pair", "members on different hosts", pc.FAIL)}
+
+
+def test_nested_servers_are_named_by_their_parent_resource(mock: requests_mock.Mocker) -> None:
+    state = pair_cloud()
+    state["group"]["members"] = ["a"]
+    fake = Fake(mock, state)
+    resources = [{"resource_type": "OS::Nova::Server", "physical_resource_id": sid, "resource_name": "server",
+                  "parent_resource": f"vrouter_{sid}"} for sid in state["servers"]]
+    resources.append({"resource_type": "OS::Nova::ServerGroup", "physical_resource_id": "g1",
+                      "resource_name": "pair_group"})
+    mock.get(re.compile(r"http://heat\.test/v1/p/stacks/pair/resources.*"), json={"resources": resources})
+    found = rc.check(connection(), "pair")
+    assert fake.state is state
+    detail = next(v.detail for v in found if v.check.startswith("members ("))
+    assert detail == "vrouter_a; not in the group: vrouter_b"
+
+
 def test_a_server_outside_the_group_fails(mock: requests_mock.Mocker) -> None:
     state = pair_cloud()
     state["group"]["members"] = ["a"]

@@ -1,7 +1,8 @@
 """Redundancy of a deployed stack (``nfvcat check``): for every Nova server group of the stack, that it has the
-``anti-affinity`` policy, that at least two of the stack's servers are its members and that they run on
-different compute hosts; for every VIP of the stack (a reserved port: a port of the stack no server uses),
-that every data port of the group's servers on the VIP's network allows its address (allowed_address_pairs).
+``anti-affinity`` (or ``soft-anti-affinity``) policy, that at least two of the stack's servers are its members
+and that they run on different compute hosts; for every VIP of the stack (a reserved port: a port of the stack
+no server uses), that every data port of the group's servers on the VIP's network allows its address
+(allowed_address_pairs).
 
 Hosts: ``OS-EXT-SRV-ATTR:host`` where the caller sees it (admin), else ``hostId``, which Nova shows every
 project (a hash of the host and the project: equal for two servers of one project exactly when they share a
@@ -16,6 +17,7 @@ from typing import Any
 from nfvcat.cloud.connect import call
 from nfvcat.cloud.placement_check import FAIL, PASS, UNKNOWN, Verdict
 
+ANTI_AFFINITY = {"anti-affinity": "anti-affinity", "soft-anti-affinity": "soft-anti-affinity (best effort)"}
 GROUP_MICROVERSION = "2.64"  # server groups with "policy" (one string) instead of "policies"
 
 
@@ -42,7 +44,8 @@ def check(conn: Any, stack_name: str) -> list[Verdict]:
     groups = [r for r in resources if r.get("resource_type") == "OS::Nova::ServerGroup"]
     if not groups:
         return []
-    servers = {str(r["physical_resource_id"]): str(r["resource_name"]) for r in resources
+    # a nested template's server is named by the resource that nests it (vrouter_a, not "server")
+    servers = {str(r["physical_resource_id"]): str(r.get("parent_resource") or r["resource_name"]) for r in resources
                if r.get("resource_type") == "OS::Nova::Server"}
     stack_ports = [str(r["physical_resource_id"]) for r in resources if r.get("resource_type") == "OS::Neutron::Port"]
     vips = []
@@ -70,7 +73,9 @@ def _group(conn: Any, rname: str, gid: str, servers: dict[str, str], vips: list[
     group = body["server_group"]
     gname = str(group.get("name") or gid)
     policy = str(group.get("policy") or ",".join(group.get("policies") or []))
-    add(gname, "anti-affinity policy", PASS if policy == "anti-affinity" else FAIL, policy or "no policy")
+    # soft-anti-affinity is best effort: "members on different hosts" says whether it was met
+    add(gname, "anti-affinity policy", PASS if policy in ANTI_AFFINITY else FAIL,
+        ANTI_AFFINITY.get(policy, policy or "no policy"))
     members = [str(m) for m in group.get("members") or []]
     mine = [sid for sid in members if sid in servers]
     outside = sorted(set(servers) - set(members))
