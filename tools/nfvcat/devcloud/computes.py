@@ -111,7 +111,7 @@ def agent_confs(state: State, c: Compute) -> dict[str, Path]:
     helper = f"{state.venv_bin / 'privsep-helper'}"
     agent_ini: configs.Ini = {
         "DEFAULT": {"host": c.name, "transport_url": configs.transport(), "debug": False, "use_stderr": False},
-        "agent": {"root_helper": "", "root_helper_daemon": "", "tunnel_types": ""},
+        "agent": {"root_helper": "", "root_helper_daemon": ""},
         "securitygroup": {"firewall_driver": "noop"},
         "oslo_concurrency": {"lock_path": str(state.lib / "neutron/lock")},
     }
@@ -120,10 +120,15 @@ def agent_confs(state: State, c: Compute) -> dict[str, Path]:
     (state.run / "vhu" / c.name).mkdir(parents=True, exist_ok=True)
     ovs = configs.write(d / f"openvswitch_agent-{c.name}.ini", {
         **agent_ini,
+        # VXLAN for project networks (configs.neutron); all hosts share the loopback address, so no tunnel
+        # between them is built: a project network reaches the ports of one host, which is all a VNF's
+        # internal link needs on this single-machine cloud
+        "agent": {**agent_ini["agent"], "tunnel_types": "vxlan"},
         "ovs": {"bridge_mappings": ",".join(f"{p}:{b}" for p, b in c.bridges().items()),
                 "datapath_type": "netdev", "vhostuser_socket_dir": str(state.run / "vhu" / c.name),
                 "ovsdb_connection": f"unix:{c.ovs_run(state) / 'db.sock'}", "of_listen_address": HOST,
-                "of_listen_port": OF_PORT_BASE + c.position, "integration_bridge": c.integration_bridge},
+                "of_listen_port": OF_PORT_BASE + c.position, "integration_bridge": c.integration_bridge,
+                "tunnel_bridge": f"br-tun{c.suffix}", "local_ip": HOST},
         **privsep,
     })
     sriov_map = ",".join(f"{dev.physnet}:{dev.device}" for dev in c.spec.devices if dev.physnet and dev.device)

@@ -11,6 +11,7 @@ from nfvcat.plan import inventory
 
 Ini = dict[str, dict[str, Any]]
 CONTROLLER = "devcloud-controller"
+VNI_RANGES = "1000:1999"  # VXLAN ids of project networks
 
 
 def vlan_ranges() -> str:
@@ -185,9 +186,12 @@ def neutron(state: State) -> dict[str, Path]:
         "privsep": {"helper_command": helper},
     })
     ml2 = write(d / "ml2_conf.ini", {
-        "ml2": {"type_drivers": "flat,vlan", "tenant_network_types": "", "mechanism_drivers":
+        # project networks (a VNF's internal virtual links, made by Tacker's BaseHOT without a provider
+        # segment) are VXLAN: they take no VLAN id of the physnets the catalog's provider networks use
+        "ml2": {"type_drivers": "flat,vlan,vxlan", "tenant_network_types": "vxlan", "mechanism_drivers":
                 "openvswitch,sriovnicswitch", "extension_drivers": "port_security,qos"},
         "ml2_type_vlan": {"network_vlan_ranges": vlan_ranges()},
+        "ml2_type_vxlan": {"vni_ranges": VNI_RANGES},
         "ml2_type_flat": {"flat_networks": "*"},
         "securitygroup": {"firewall_driver": "noop", "enable_security_group": True},
     })
