@@ -197,6 +197,18 @@ def report(vnf: dict[str, Any], verdicts: list[Any] | None, fmt: str) -> str:
     return "\n".join(lines)
 
 
+def check_and_report(conn: Any, vnf: dict[str, Any], inv: Any, access: Any, fmt: str,
+                     check: bool = True) -> tuple[str, bool]:
+    """``check`` on the stack Tacker made (unless not ``check``): the report to print and whether it passed."""
+    from nfvcat.cloud import placement_check
+
+    if not check:
+        return report(vnf, None, fmt), True
+    with cloud_errors(f"check {vnf['stack']}"):
+        verdicts = placement_check.check_stack(conn, vnf["stack"], inv, access)
+    return report(vnf, verdicts, fmt), placement_check.passed(verdicts)
+
+
 # ---- what the entry says: vnfdId, external CPs and the networks they connect to by default -------------------
 
 @dataclass

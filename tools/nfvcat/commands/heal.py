@@ -29,9 +29,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from nfvcat.cloud import tacker_lcm
-    from nfvcat.cloud.connect import cloud_errors, connect
+    from nfvcat.cloud.connect import connect
     from nfvcat.cloud.hostaccess import open_access
-    from nfvcat.cloud.placement_check import check_stack, load_inventory, passed
+    from nfvcat.cloud.placement_check import load_inventory
 
     inv = load_inventory(args.inventory)
     access = open_access(args.host_access)
@@ -45,9 +45,6 @@ def run(args: argparse.Namespace) -> int:
     healed = vnf["healed"]
     say(f"{args.vnf}: healed {healed['vnfc']} (server {healed['server']}); now {healed['new_vnfc']} "
         f"(server {healed['new_server']})")
-    verdicts = None
-    if not args.no_check:
-        with cloud_errors(f"check {vnf['stack']}"):
-            verdicts = check_stack(conn, vnf["stack"], inv, access)
-    print(tacker_lcm.report(vnf, verdicts, args.format))
-    return EXIT_OK if verdicts is None or passed(verdicts) else EXIT_FINDINGS
+    text, ok = tacker_lcm.check_and_report(conn, vnf, inv, access, args.format, check=not args.no_check)
+    print(text)
+    return EXIT_OK if ok else EXIT_FINDINGS

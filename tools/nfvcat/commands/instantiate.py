@@ -84,9 +84,9 @@ def _via_tacker(args: argparse.Namespace) -> int:
     from nfvcat import catalog
     from nfvcat.catalog import entries
     from nfvcat.cloud import tacker_lcm
-    from nfvcat.cloud.connect import cloud_errors, connect
+    from nfvcat.cloud.connect import connect
     from nfvcat.cloud.hostaccess import open_access
-    from nfvcat.cloud.placement_check import check_stack, load_inventory, passed
+    from nfvcat.cloud.placement_check import load_inventory
 
     entry = entries.find(catalog.require_root(), args.chain, "vnfd")
     req = tacker_lcm.Request(name=args.vnf or entry.name, flavour=args.flavour, level=args.instantiation_level,
@@ -102,9 +102,6 @@ def _via_tacker(args: argparse.Namespace) -> int:
 
     tk = tacker_lcm.Tacker(conn, say)
     vnf = tacker_lcm.instantiate(conn, tk, entry.dir, entry.meta, req, args.timeout)
-    verdicts = None
-    if not args.no_check:
-        with cloud_errors(f"check {vnf['stack']}"):
-            verdicts = check_stack(conn, vnf["stack"], inv, access)
-    print(tacker_lcm.report(vnf, verdicts, args.format))
-    return EXIT_OK if verdicts is None or passed(verdicts) else EXIT_FINDINGS
+    text, ok = tacker_lcm.check_and_report(conn, vnf, inv, access, args.format, check=not args.no_check)
+    print(text)
+    return EXIT_OK if ok else EXIT_FINDINGS
