@@ -64,12 +64,18 @@ def processes(state: State) -> list[Service]:
     return [server, services.oslo(state, "tacker-conductor", conf_args(state))]
 
 
+def keystone_v3(auth_url: str) -> str:
+    """The auth URL as Tacker stores a VIM's (it appends /v3 to one without)."""
+    base = auth_url.rstrip("/")
+    return base if base.endswith("/v3") else f"{base}/v3"
+
+
 def vim_body(auth: dict[str, Any]) -> dict[str, Any]:
     """The v1 NFVO request registering the dev cloud (the admin project) as the default OpenStack VIM."""
     return {"vim": {
         "name": VIM_NAME, "type": "openstack", "is_default": True,
         "description": "the nfvcat dev cloud (nfvcat devcloud up)",
-        "auth_url": auth["auth_url"],
+        "auth_url": keystone_v3(auth["auth_url"]),
         "auth_cred": {"username": auth["username"], "password": auth["password"],
                       "user_domain_name": auth["user_domain_name"]},
         "vim_project": {"name": auth["project_name"], "project_domain_name": auth["project_domain_name"]},
@@ -84,7 +90,7 @@ def register_vim(client: Any, auth: dict[str, Any]) -> dict[str, Any]:
     for vim in client.list_vims().get("vims", []):
         if vim.get("name") != VIM_NAME:
             continue
-        if vim.get("is_default") and vim.get("auth_url") == auth["auth_url"]:
+        if vim.get("is_default") and keystone_v3(str(vim.get("auth_url", ""))) == keystone_v3(auth["auth_url"]):
             return {"vim_id": vim["id"], "registered": False}
         client.delete_vim(vim["id"])
     vim = client.create_vim(body)["vim"]
