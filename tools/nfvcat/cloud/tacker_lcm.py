@@ -112,8 +112,10 @@ class Tacker:
         return dict(self.request("POST", f"{LCM}/vnf_instances", f"create VNF instance {name}", ok=(201,),
                                  json=body).json())
 
-    def delete(self, inst_id: str) -> None:
-        self.request("DELETE", f"{LCM}/vnf_instances/{inst_id}", f"delete VNF instance {inst_id}", ok=(204, 404))
+    def delete(self, inst_id: str, busy_ok: bool = False) -> None:
+        """Delete a VNF instance (gone already: fine; ``busy_ok``: an operation still running on it, 409, too)."""
+        self.request("DELETE", f"{LCM}/vnf_instances/{inst_id}", f"delete VNF instance {inst_id}",
+                     ok=(204, 404, 409) if busy_ok else (204, 404))
 
     def start(self, inst_id: str, task: str, body: dict[str, Any]) -> str:
         """POST a task (instantiate, heal, terminate); the id of its LCM operation occurrence (Location)."""
@@ -325,11 +327,11 @@ def instantiate(conn: Any, tk: Tacker, entry_dir: Path, entry: dict[str, Any], r
 
 
 def _discard(tk: Tacker, inst_id: str) -> None:
-    """Delete a VNF instance left NOT_INSTANTIATED by a failed instantiate (Tacker refuses otherwise)."""
+    """Delete a VNF instance left NOT_INSTANTIATED by a failed instantiate (Tacker refuses otherwise). One an
+    earlier, interrupted run is still instantiating (409) is left to that operation, not masked as an error."""
     inst = tk.request("GET", f"{LCM}/vnf_instances/{inst_id}", f"VNF instance {inst_id}", ok=(200, 404))
     if inst is not None and inst.json().get("instantiationState") == "NOT_INSTANTIATED":
-        tk.delete(inst_id)
-        tk.say(f"VNF instance {inst_id} deleted")
+        tk.delete(inst_id, busy_ok=True)
 
 
 def _instantiated(tk: Tacker, name: str) -> dict[str, Any]:
