@@ -237,3 +237,11 @@ def test_cli_rejects_a_parameter_the_basehot_does_not_take_before_any_cloud_call
     assert "Traceback" not in proc.stderr
     heal = nfvcat("heal", "vr1", "--via", "heat")
     assert heal.returncode == 1 and "invalid choice: 'heat'" in heal.stderr
+
+
+def test_an_operation_that_does_not_end_in_time_says_so_and_names_it(fake: Any) -> None:
+    _, conn, tacker = fake
+    tacker.polls_before_done = 10**6
+    with pytest.raises(UserError, match=r"instantiate vr1: still PROCESSING after 0 s \(LCM operation op-1\)") as exc:
+        tacker_lcm.instantiate(conn, _tk(conn, []), ENTRY.dir, ENTRY.meta, _req(), 0)
+    assert exc.value.exit_code == EXIT_ENGINE
