@@ -120,15 +120,16 @@ def agent_confs(state: State, c: Compute) -> dict[str, Path]:
     (state.run / "vhu" / c.name).mkdir(parents=True, exist_ok=True)
     ovs = configs.write(d / f"openvswitch_agent-{c.name}.ini", {
         **agent_ini,
-        # VXLAN for project networks (configs.neutron); all hosts share the loopback address, so no tunnel
-        # between them is built: a project network reaches the ports of one host, which is all a VNF's
-        # internal link needs on this single-machine cloud
-        "agent": {**agent_ini["agent"], "tunnel_types": "vxlan"},
-        "ovs": {"bridge_mappings": ",".join(f"{p}:{b}" for p, b in c.bridges().items()),
+        # VXLAN from the loopback address (every host has the same one: no tunnel carries traffic between
+        # hosts): project networks (a VNF's internal virtual links, configs.neutron) need the tunnel type, and
+        # networking-sfc's agent extension programs br-int and needs a tunnel bridge (it fails to start without)
+        "agent": {**agent_ini["agent"], "tunnel_types": "vxlan",
+                  **({"extensions": "sfc"} if configs.sfc_enabled() else {})},
+        "ovs": {"local_ip": HOST, "tunnel_bridge": f"br-tun{c.suffix}",
+                "bridge_mappings": ",".join(f"{p}:{b}" for p, b in c.bridges().items()),
                 "datapath_type": "netdev", "vhostuser_socket_dir": str(state.run / "vhu" / c.name),
                 "ovsdb_connection": f"unix:{c.ovs_run(state) / 'db.sock'}", "of_listen_address": HOST,
-                "of_listen_port": OF_PORT_BASE + c.position, "integration_bridge": c.integration_bridge,
-                "tunnel_bridge": f"br-tun{c.suffix}", "local_ip": HOST},
+                "of_listen_port": OF_PORT_BASE + c.position, "integration_bridge": c.integration_bridge},
         **privsep,
     })
     sriov_map = ",".join(f"{dev.physnet}:{dev.device}" for dev in c.spec.devices if dev.physnet and dev.device)
