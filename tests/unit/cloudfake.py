@@ -60,6 +60,121 @@ def sent(m: requests_mock.Mocker, method: str, pattern: str) -> list[Any]:
     return [r for r in m.request_history if r.method == method and re.search(pattern, r.url)]
 
 
+# ---- Tacker (nfv-orchestration): the v2 VNF LCM and v1 package resources nfvcat uses -----------------------
+
+TACKER = "http://tacker.test"
+
+
+class TackerFake:
+    """A stateful Tacker v2 VNF LCM at the HTTP level: VNF instances, LCM operation occurrences that go
+    PROCESSING then ``outcome`` (COMPLETED, or FAILED_TEMP with ``reason``), rollback and delete. What an
+    instantiate or heal makes (the server, the ports, the stack) is ``reported``, as Tacker would show it."""
+
+    def __init__(self, m: requests_mock.Mocker, vnfd_id: str, onboarded: bool = True) -> None:
+        self.m = m
+        self.instances: dict[str, dict[str, Any]] = {}
+        self.ops: dict[str, dict[str, Any]] = {}
+        self.outcome = "COMPLETED"
+        self.reason = ""
+        self.polls_before_done = 1
+        self.server = "srv-1"
+        pkg = {"id": "pkg-1", "vnfdId": vnfd_id, "onboardingState": "ONBOARDED" if onboarded else "CREATED",
+               "operationalState": "ENABLED" if onboarded else "DISABLED"}
+        m.get(f"{TACKER}/vnfpkgm/v1/vnf_packages", json=lambda req, ctx: [pkg] if vnfd_id in req.url else [])
+        lcm = f"{TACKER}/vnflcm/v2"
+        m.get(f"{lcm}/vnf_instances", json=self._list)
+        m.post(f"{lcm}/vnf_instances", json=self._create, status_code=201)
+        m.get(re.compile(rf"^{lcm}/vnf_instances/[^/]+$"), json=self._show)
+        m.delete(re.compile(rf"^{lcm}/vnf_instances/[^/]+$"), text=self._delete)
+        m.post(re.compile(rf"^{lcm}/vnf_instances/[^/]+/(instantiate|heal|terminate)$"), text=self._task)
+        m.get(re.compile(rf"^{lcm}/vnf_lcm_op_occs/[^/]+$"), json=self._op)
+        m.post(re.compile(rf"^{lcm}/vnf_lcm_op_occs/[^/]+/rollback$"), text=self._rollback)
+
+    def _list(self, req: Any, ctx: Any) -> list[dict[str, Any]]:
+        return [i for i in self.instances.values() if f"vnfInstanceName%2C{i['vnfInstanceName']}%29" in req.url
+                or f"vnfInstanceName,{i['vnfInstanceName']})" in req.url]
+
+    def _create(self, req: Any, ctx: Any) -> dict[str, Any]:
+        body = req.json()
+        inst = {"id": f"inst-{len(self.instances) + 1}", "vnfdId": body["vnfdId"],
+                "vnfInstanceName": body["vnfInstanceName"], "instantiationState": "NOT_INSTANTIATED"}
+        self.instances[inst["id"]] = inst
+        return inst
+
+    def _id(self, req: Any) -> str:
+        return str(req.path.split("/vnf_instances/")[1].split("/")[0])
+
+    def _show(self, req: Any, ctx: Any) -> dict[str, Any] | None:
+        inst = self.instances.get(self._id(req))
+        if inst is None:
+            ctx.status_code = 404
+            return {"status": 404, "detail": "not found"}
+        return inst
+
+    def _delete(self, req: Any, ctx: Any) -> str:
+        inst = self.instances.get(self._id(req))
+        if inst is None or inst["instantiationState"] != "NOT_INSTANTIATED":
+            ctx.status_code = 404 if inst is None else 409
+            return ""
+        del self.instances[inst["id"]]
+        ctx.status_code = 204
+        return ""
+
+    def _task(self, req: Any, ctx: Any) -> str:
+        inst_id, task = self._id(req), req.path.rsplit("/", 1)[1]
+        op_id = f"op-{len(self.ops) + 1}"
+        self.ops[op_id] = {"id": op_id, "vnfInstanceId": inst_id, "operation": task.upper(), "polls": 0,
+                           "operationState": "STARTING", "body": req.json()}
+        ctx.status_code = 202
+        ctx.headers["Location"] = f"{TACKER}/vnflcm/v2/vnf_lcm_op_occs/{op_id}"
+        return ""
+
+    def _op(self, req: Any, ctx: Any) -> dict[str, Any]:
+        op = self.ops[req.path.rsplit("/", 1)[1]]
+        if op["operationState"] in ("STARTING", "PROCESSING"):
+            op["polls"] += 1
+            if op["polls"] <= self.polls_before_done:
+                op["operationState"] = "PROCESSING"
+            else:
+                op["operationState"] = self.outcome
+                if self.outcome == "COMPLETED":
+                    self._apply(op)
+                else:
+                    op["error"] = {"status": 500, "detail": self.reason}
+        return {k: v for k, v in op.items() if k not in ("polls", "body")}
+
+    def _rollback(self, req: Any, ctx: Any) -> str:
+        op = self.ops[req.path.split("/vnf_lcm_op_occs/")[1].split("/")[0]]
+        op["operationState"] = "ROLLED_BACK"
+        ctx.status_code = 202
+        return ""
+
+    def _apply(self, op: dict[str, Any]) -> None:
+        inst = self.instances[op["vnfInstanceId"]]
+        if op["operation"] == "TERMINATE":
+            inst["instantiationState"] = "NOT_INSTANTIATED"
+            inst.pop("instantiatedVnfInfo", None)
+            return
+        if op["operation"] == "HEAL":
+            self.server = self.server + "-healed"
+        inst["instantiationState"] = "INSTANTIATED"
+        inst["instantiatedVnfInfo"] = self.reported(inst["id"])
+
+    def reported(self, inst_id: str) -> dict[str, Any]:
+        vnfc_res = f"{self.server}"
+        return {
+            "flavourId": "default", "vnfState": "STARTED",
+            "vnfcResourceInfo": [{"id": vnfc_res, "vduId": "VDU_VROUTER",
+                                  "computeResource": {"resourceId": self.server,
+                                                      "vimLevelResourceType": "OS::Nova::Server"}}],
+            "vnfcInfo": [{"id": f"VDU_VROUTER-{vnfc_res}", "vduId": "VDU_VROUTER", "vnfcResourceInfoId": vnfc_res,
+                          "vnfcState": "STARTED"}],
+            "extVirtualLinkInfo": [{"id": "CP_WAN-link", "extLinkPorts": [
+                {"id": "port-wan", "resourceHandle": {"resourceId": "port-wan"}, "cpInstanceId": "cp-port-wan"}]}],
+            "extCpInfo": [{"id": "cp-port-wan", "cpdId": "CP_WAN", "extLinkPortId": "port-wan",
+                           "associatedVnfcCpId": f"CP_WAN-{vnfc_res}"}],
+            "metadata": {"stack_id": "stack-1"},
+        }
 class SfcApi:
     """networking-sfc's API on the fake Neutron (``/v2.0/sfc/{port_pairs,port_pair_groups,flow_classifiers,
     port_chains}``): list, show, create, update, delete over ``items`` (kind -> id -> body). Creating a port pair

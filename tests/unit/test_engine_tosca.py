@@ -105,7 +105,9 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         (broken / f.name).write_bytes(f.read_bytes())
     bad_df = broken / "vnf-vrouter_df_default.yaml"
     text = bad_df.read_text()
-    bad_df.write_text(text.replace("- virtual_storage: VB_VROUTER", "- virtual_storage: VB_GONE"))
+    disk = "              - size_of_storage: 10 GiB\n"  # the VDU's local disk, its last line
+    assert disk in text
+    bad_df.write_text(text.replace(disk, disk + "      requirements:\n        - virtual_storage: VB_GONE\n", 1))
     jobs = {
         "top": {"file": str(TOP), "kind": "vnfd"},
         "df": {"file": str(DF), "kind": "vnfd"},

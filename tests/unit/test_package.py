@@ -117,15 +117,36 @@ CATALOG = {  # vnfd entry -> (catalog HOT template, the hook it get_file's, the 
     "vnf-vrouter": ("templates/heat/vnf-vrouter/vrouter.yaml", "hooks/vrouter/user-data.yaml", "VDU_VROUTER"),
     "vnf-ipsec-gw": ("templates/heat/vnf-ipsec-gw/ipsec-gw.yaml", "hooks/ipsec-gw/user-data.yaml", "VDU_IPSEC"),
 }
-IMAGE_NODE = {"vnf-vrouter": "VB_VROUTER", "vnf-ipsec-gw": "VB_IPSEC"}  # the node with the sw_image_data
+RENAMED = {  # catalog resource -> VNFD node, per entry (what Tacker's v2 LCM reports resources by)
+    "vnf-vrouter": {"server": "VDU_VROUTER", "mgmt_port": "CP_MGMT", "left_port": "CP_WAN", "right_port": "CP_LAN"},
+    "vnf-ipsec-gw": {"server": "VDU_IPSEC", "mgmt_port": "CP_MGMT", "wan_port": "CP_UNTRUST", "lan_port": "CP_TRUST"},
+}
+
+
+def _named_back(node: Any, names: dict[str, str]) -> Any:
+    """A nested template's references renamed back to the catalog's names (an independent walk)."""
+    back = {v: k for k, v in names.items()}
+    text = json.dumps(node, default=str)
+    for new, old in back.items():
+        text = text.replace(f'"{new}"', f'"{old}"')
+    return json.loads(text)
 
 
 @pytest.mark.parametrize("entry", ENTRIES)
-def test_packaged_nested_template_and_hook_are_the_catalog_files_byte_for_byte(entry: str, tmp_path: Path) -> None:
-    template, hook, _ = CATALOG[entry]
+def test_packaged_nested_template_is_the_catalog_template_with_vnfd_names(entry: str, tmp_path: Path) -> None:
+    template, hook, vdu = CATALOG[entry]
     nested = f"BaseHOT/default/nested/{Path(template).name}"
     with zipfile.ZipFile(build(ROOT / "vnfd" / entry, tmp_path)) as zf:
-        assert zf.read(nested) == (ROOT / template).read_bytes()
+        got = yaml.safe_load(zf.read(nested))
+        catalog = yaml.safe_load((ROOT / template).read_bytes())
+        # renamed back, it is the catalog template as data: nothing but the names changed
+        assert _named_back(got, RENAMED[entry]) == json.loads(json.dumps(catalog, default=str))
+        # Tacker's v2 LCM: the server is a resource named after the VDU, each VduCp a port it uses
+        assert got["resources"][vdu]["type"] == "OS::Nova::Server"
+        ports = [n["port"]["get_resource"] for n in got["resources"][vdu]["properties"]["networks"]]
+        assert sorted(ports) == sorted(v for v in RENAMED[entry].values() if v.startswith("CP_"))
+        assert all(got["resources"][p]["type"] == "OS::Neutron::Port" for p in ports)
+        assert "server" not in got["resources"]
         assert zf.read(hook) == (ROOT / hook).read_bytes()
         ref = basehot_gen.walk(yaml.safe_load(zf.read(nested)), "get_file")
         # the nested template's get_file, seen from nested/, is the hook's member: no path was rewritten
@@ -149,7 +170,7 @@ def test_top_template_maps_nfv_onto_the_catalog_parameters(entry: str, tmp_path:
     props = res["properties"]
     assert set(props) <= set(catalog["parameters"])
     assert {n for n, p in catalog["parameters"].items() if "default" not in p} <= set(props)
-    assert props["image"] == {"get_param": ["nfv", "VDU", IMAGE_NODE[entry], "image"]}
+    assert props["image"] == {"get_param": ["nfv", "VDU", vdu, "image"]}
     assert props["flavor"] == {"get_resource": f"{vdu}_flavor"}
     assert props["data_plane"] == "sriov" and props["use_config_drive"] is True
     assert props["mgmt_network"] == {"get_resource": "VL_MGMT"}
@@ -214,15 +235,15 @@ def test_lcm_user_data_fills_the_nfv_keys_of_the_generated_top_template(tmp_path
     nested = yaml.safe_load((csar / "BaseHOT/default/nested/vrouter.yaml").read_text())
     vnfd = yaml.safe_load((csar / "Definitions/vnf-vrouter_df_default.yaml").read_text())
     ud = _user_data(entry)
-    expected_nfv = {"VDU": {"VB_VROUTER": {"image": "nfvcat-vrouter-1.0.0"}},
+    expected_nfv = {"VDU": {"VDU_VROUTER": {"image": "nfvcat-vrouter-1.0.0"}},
                     "CP": {"CP_WAN": {"network": "net-wan"}, "CP_LAN": {"network": "net-lan"}}}
 
     ns = types.SimpleNamespace
     req = ns(ext_virtual_links=[ns(resource_id="net-wan", ext_cps=[ns(cpd_id="CP_WAN")]),
                                 ns(resource_id="net-lan", ext_cps=[ns(cpd_id="CP_LAN")])],
              additional_params={"enable_frr": True, "lcm-operation-user-data": "./UserData/lcm_user_data.py"})
-    v1 = ud.VnfUserData.instantiate({"heat_template": top, "vrouter.yaml": nested}, vnfd, req, {})
-    assert v1 == {"nfv": expected_nfv, "enable_frr": True}
+    with pytest.raises(ValueError, match=r"need Tacker's v2 VNF LCM API"):  # v1 cannot carry the hook: refused
+        ud.VnfUserData.instantiate({"heat_template": top, "vrouter.yaml": nested}, vnfd, req, {})
 
     cp = {"x": {"cpProtocolData": [{"layerProtocol": "IP_OVER_ETHERNET"}]}}
     req2 = {"flavourId": "default", "additionalParams": {"enable_frr": True},
@@ -263,8 +284,38 @@ def test_basehot_errors_are_one_line_user_errors(tmp_path: Path) -> None:
     shutil.rmtree(entry / "BaseHOT")
 
     template = tmp_path / "templates/heat/vnf-vrouter/vrouter.yaml"
-    template.write_text(template.read_text().replace("../../../hooks/vrouter", "../../../../../hooks/vrouter"))
+    catalog_text = template.read_text()
+    template.write_text(catalog_text.replace("../../../hooks/vrouter", "../../../../../hooks/vrouter"))
     with pytest.raises(UserError, match=r"would lie outside the package"):
+        build(entry, tmp_path / "out")
+    template.write_text(catalog_text)
+
+
+@pytest.mark.parametrize(("old", "new", "error"), [
+    ("  right_port: CP_LAN\n", "", r"no port is the VduCp CP_LAN"),
+    ("  server: VDU_VROUTER\n", "", r"no server is the VDU VDU_VROUTER"),
+    ("  left_port: CP_WAN\n", "  left_port: CP_WAN\n  no_port: CP_X\n", r"no_port is not a resource of vrouter"),
+    ("  mgmt_port: CP_MGMT\n", "  mgmt_port: VL_MGMT\n", r"VL_MGMT is not a VDU or VduCp"),
+    ("  mgmt_port: CP_MGMT\n", "  mgmt_port: VDU_VROUTER\n", r"mgmt_port is a OS::Neutron::Port, VDU_VROUTER needs"),
+    ("  name: vrouter\n", "  name: router-1\n", r"name must be 'vrouter', the name of the VDU VDU_VROUTER"),
+    ("resources:\n", "resources: []\nx:\n", r"'resources' must map catalog resource names"),
+])
+def test_basehot_maps_every_vnfd_node_it_reports(tmp_path: Path, old: str, new: str, error: str) -> None:
+    entry = _copy_entry(tmp_path)
+    mapping = entry / "basehot.yaml"
+    assert old in mapping.read_text()
+    mapping.write_text(mapping.read_text().replace(old, new, 1))
+    with pytest.raises(UserError, match=error):
+        build(entry, tmp_path / "out")
+
+
+def test_a_virtual_storage_the_basehot_does_not_create_is_an_error(tmp_path: Path) -> None:
+    entry = _copy_entry(tmp_path)
+    df = entry / "Definitions" / "vnf-vrouter_df_default.yaml"
+    df.write_text(df.read_text().replace("\n    CP_MGMT:\n", "\n    VB_VROUTER:\n      type: tosca.nodes.nfv.Vdu."
+                                         "VirtualBlockStorage\n      properties:\n        virtual_block_storage_data:"
+                                         "\n          size_of_storage: 10 GiB\n\n    CP_MGMT:\n", 1))
+    with pytest.raises(UserError, match=r"VB_VROUTER: a virtual storage the BaseHOT does not create"):
         build(entry, tmp_path / "out")
 
 

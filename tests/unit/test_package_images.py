@@ -52,7 +52,7 @@ def test_with_image(cat: Path, tmp_path: Path) -> None:
         manifest = zf.read("vnf-vrouter.mf").decode()
         df = yaml.safe_load(zf.read("Definitions/vnf-vrouter_df_default.yaml"))
     assert re.search(rf"Source: {member}\nAlgorithm: SHA-256\nHash: {hashlib.sha256(STAND_IN).hexdigest()}", manifest)
-    node = df["topology_template"]["node_templates"]["VB_VROUTER"]
+    node = df["topology_template"]["node_templates"]["VDU_VROUTER"]
     assert node["artifacts"] == {"sw_image": {"type": "tosca.artifacts.nfv.SwImage",
                                               "file": "../Files/images/vrouter-1.0.0.qcow2"}}
     assert node["properties"]["sw_image_data"]["checksum"]["hash"] == hashlib.sha256(STAND_IN).hexdigest()

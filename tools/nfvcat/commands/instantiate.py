@@ -5,6 +5,11 @@ reason is shown (e.g. Nova's "No valid host") and the stack is deleted, so nothi
 an interruption converges: a stack in progress is waited for, a complete one is updated in place, a failed
 one is replaced. Secret parameters come from ``--secrets FILE`` (YAML mapping) or ``NFVCAT_SECRET_<PARAM>``
 environment variables and are never printed.
+
+``--via tacker vnfd/NAME``: the VNF package of the entry, onboarded on the cloud, instantiated by Tacker's v2
+VNF LCM (deployment flavour, instantiation level, external virtual links to the catalog's provider networks,
+``-P`` values and secrets as additionalParams), the LCM operation waited for; on failure its reason is shown,
+it is rolled back and the VNF instance deleted. Then ``check`` runs on the stack Tacker made.
 """
 
 from __future__ import annotations
@@ -17,9 +22,17 @@ from nfvcat.errors import EXIT_FINDINGS, EXIT_OK
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser("instantiate", help="deploy a chain of the catalog as a Heat stack, then check it",
-                              description=__doc__)
-    p.add_argument("chain", help="catalog entry in templates/heat (e.g. chain-vrouter)")
+    p = subparsers.add_parser("instantiate", help="deploy a chain of the catalog as a Heat stack (or a VNF package "
+                              "through Tacker), then check it", description=__doc__)
+    p.add_argument("chain", help="catalog entry in templates/heat (e.g. chain-vrouter); with --via tacker, a vnfd "
+                                 "entry (e.g. vnfd/vnf-vrouter)")
+    options.add_via(p, "heat", "tacker")
+    tk = p.add_argument_group("--via tacker")
+    tk.add_argument("--vnf", metavar="NAME", help="VNF instance name (default: the entry's name)")
+    tk.add_argument("--flavour", default="default", help="deployment flavour (default: default)")
+    tk.add_argument("--instantiation-level", metavar="ID", help="instantiation level (default: the flavour's)")
+    tk.add_argument("--ext-net", action="append", default=[], type=options.parameter, metavar="CP=NETWORK",
+                    help="network of an external CP (repeatable; default: the entry's ext_networks)")
     p.add_argument("--stack", help="stack name (default: the chain's name)")
     options.add_environments(p, "environment file, or the name of one of the entry's examples (e.g. sriov)")
     options.add_parameters(p)
@@ -43,6 +56,8 @@ def run(args: argparse.Namespace) -> int:
     from nfvcat.cloud.placement_check import check_stack, load_inventory, passed, report
     from nfvcat.cloud.stacks import Stacks, bundle, converge, stack_parameters
 
+    if args.via == "tacker":
+        return _via_tacker(args)
     entry = entries.find(catalog.require_root(), args.chain, "heat")
     b = bundle(entry.template, entry.environments(args.environment))
     params = stack_parameters(b.template, dict(args.parameter), args.day0, args.secrets)
@@ -63,3 +78,30 @@ def run(args: argparse.Namespace) -> int:
         verdicts = check_stack(conn, name, inv, access)
     print(report(verdicts, name, args.format))
     return EXIT_OK if passed(verdicts) else EXIT_FINDINGS
+
+
+def _via_tacker(args: argparse.Namespace) -> int:
+    from nfvcat import catalog
+    from nfvcat.catalog import entries
+    from nfvcat.cloud import tacker_lcm
+    from nfvcat.cloud.connect import connect
+    from nfvcat.cloud.hostaccess import open_access
+    from nfvcat.cloud.placement_check import load_inventory
+
+    entry = entries.find(catalog.require_root(), args.chain, "vnfd")
+    req = tacker_lcm.Request(name=args.vnf or entry.name, flavour=args.flavour, level=args.instantiation_level,
+                             ext_networks=dict(args.ext_net),
+                             additional=tacker_lcm.additional_params(entry.dir, dict(args.parameter), args.secrets))
+    inv = load_inventory(args.inventory)
+    access = open_access(args.host_access)
+    conn = connect(args.os_cloud)
+
+    def say(text: str) -> None:
+        if args.format == "text":
+            print(text, file=sys.stderr, flush=True)
+
+    tk = tacker_lcm.Tacker(conn, say)
+    vnf = tacker_lcm.instantiate(conn, tk, entry.dir, entry.meta, req, args.timeout)
+    text, ok = tacker_lcm.check_and_report(conn, vnf, inv, access, args.format, check=not args.no_check)
+    print(text)
+    return EXIT_OK if ok else EXIT_FINDINGS

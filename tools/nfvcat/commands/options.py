@@ -49,6 +49,13 @@ def signer(args: argparse.Namespace) -> tuple[Any, Any] | None:
     return signing.load_signer(Path(args.sign_key), Path(args.sign_cert)) if args.sign_key else None
 
 
+def add_via(p: argparse.ArgumentParser, *choices: str) -> None:
+    """``--via``: which lifecycle manager does the work (the first choice is the default)."""
+    p.add_argument("--via", choices=choices, default=choices[0],
+                   help=f"lifecycle manager (default {choices[0]}): heat = a Heat stack of the catalog's "
+                        "templates; tacker = Tacker's v2 VNF LCM with the onboarded VNF package")
+
+
 def add_cloud(p: argparse.ArgumentParser) -> None:
     p.add_argument("--os-cloud", default=None, help="clouds.yaml entry (default: $OS_CLOUD)")
 

@@ -1,4 +1,8 @@
-"""``nfvcat terminate CHAIN``: delete the chain's stack, wait, and verify nothing it made is left."""
+"""``nfvcat terminate CHAIN``: delete the chain's stack, wait, and verify nothing it made is left.
+
+``--via tacker NAME``: terminate the VNF instance NAME through Tacker's v2 VNF LCM (forceful), delete the
+instance, and verify nothing of the stack Tacker made (servers, ports, networks, flavor) nor the instance is
+left."""
 
 from __future__ import annotations
 
@@ -12,7 +16,8 @@ from nfvcat.errors import EXIT_FINDINGS, EXIT_OK
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("terminate", help="delete a deployed chain", description=__doc__)
-    p.add_argument("chain")
+    p.add_argument("chain", help="chain (stack) name; with --via tacker, the VNF instance name")
+    options.add_via(p, "heat", "tacker")
     p.add_argument("--stack", help="stack name (default: the chain's name)")
     p.add_argument("--timeout", type=float, default=600)
     options.add_cloud(p)
@@ -26,6 +31,8 @@ def run(args: argparse.Namespace) -> int:
 
     conn = connect(args.os_cloud)
     name = args.stack or args.chain
+    if args.via == "tacker":
+        return _via_tacker(args, conn, name)
 
     def say(text: str) -> None:
         if args.format == "text":
@@ -42,4 +49,25 @@ def run(args: argparse.Namespace) -> int:
         print(f"{name}: deleted, but left behind: {', '.join(left)}")
     else:
         print(f"{name}: deleted, nothing left behind")
+    return EXIT_FINDINGS if left else EXIT_OK
+
+
+def _via_tacker(args: argparse.Namespace, conn: object, name: str) -> int:
+    from nfvcat.cloud import tacker_lcm
+
+    def say(text: str) -> None:
+        if args.format == "text":
+            print(text, file=sys.stderr, flush=True)
+
+    result = tacker_lcm.terminate(conn, tacker_lcm.Tacker(conn, say), name, args.timeout)
+    left = (result or {}).get("left_behind") or []
+    if args.format == "json":
+        print(json.dumps(result or {"name": name, "vnf_instance": None, "left_behind": []}))
+    elif result is None:
+        print(f"{name}: no such VNF instance, nothing to terminate")
+    elif left:
+        print(f"{name}: terminated, but left behind: {', '.join(left)}")
+    else:
+        print(f"{name}: terminated, VNF instance {result['vnf_instance']} deleted, nothing left behind "
+              f"({result['resources']} resources of {result['stack']} checked)")
     return EXIT_FINDINGS if left else EXIT_OK

@@ -111,7 +111,7 @@ def agent_confs(state: State, c: Compute) -> dict[str, Path]:
     helper = f"{state.venv_bin / 'privsep-helper'}"
     agent_ini: configs.Ini = {
         "DEFAULT": {"host": c.name, "transport_url": configs.transport(), "debug": False, "use_stderr": False},
-        "agent": {"root_helper": "", "root_helper_daemon": "", "tunnel_types": ""},
+        "agent": {"root_helper": "", "root_helper_daemon": ""},
         "securitygroup": {"firewall_driver": "noop"},
         "oslo_concurrency": {"lock_path": str(state.lib / "neutron/lock")},
     }
@@ -120,10 +120,11 @@ def agent_confs(state: State, c: Compute) -> dict[str, Path]:
     (state.run / "vhu" / c.name).mkdir(parents=True, exist_ok=True)
     ovs = configs.write(d / f"openvswitch_agent-{c.name}.ini", {
         **agent_ini,
-        # networking-sfc's agent extension programs br-int and needs a tunnel bridge (it fails to start without
-        # one): VXLAN from the loopback address (every host has the same one: no tunnel carries traffic between hosts)
-        "agent": {**agent_ini["agent"], **({"extensions": "sfc", "tunnel_types": "vxlan"} if configs.sfc_enabled()
-                                           else {})},
+        # VXLAN from the loopback address (every host has the same one: no tunnel carries traffic between
+        # hosts): project networks (a VNF's internal virtual links, configs.neutron) need the tunnel type, and
+        # networking-sfc's agent extension programs br-int and needs a tunnel bridge (it fails to start without)
+        "agent": {**agent_ini["agent"], "tunnel_types": "vxlan",
+                  **({"extensions": "sfc"} if configs.sfc_enabled() else {})},
         "ovs": {"local_ip": HOST, "tunnel_bridge": f"br-tun{c.suffix}",
                 "bridge_mappings": ",".join(f"{p}:{b}" for p, b in c.bridges().items()),
                 "datapath_type": "netdev", "vhostuser_socket_dir": str(state.run / "vhu" / c.name),

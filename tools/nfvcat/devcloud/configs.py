@@ -11,6 +11,7 @@ from nfvcat.plan import inventory
 
 Ini = dict[str, dict[str, Any]]
 CONTROLLER = "devcloud-controller"
+VNI_RANGES = "5000:5999"  # VXLAN ids of project networks (tests make admin networks with VNIs below)
 
 
 def vlan_ranges() -> str:
@@ -201,11 +202,14 @@ def neutron(state: State) -> dict[str, Path]:
         **(SFC_DRIVERS if sfc_enabled() else {}),
     })
     ml2 = write(d / "ml2_conf.ini", {
-        # vxlan: networking-sfc's OVS agent extension needs the agents' tunnel bridge (see computes.agent_confs),
-        # and its OVS driver steers only ports of VXLAN networks (admin networks with an explicit VNI)
-        "ml2": {"type_drivers": "flat,vlan,vxlan", "tenant_network_types": "", "mechanism_drivers":
+        # vxlan: project networks (a VNF's internal virtual links, made by Tacker's BaseHOT without a provider
+        # segment) take VNIs of VNI_RANGES, no VLAN id of the physnets the catalog's provider networks use;
+        # networking-sfc's OVS agent extension needs the agents' tunnel bridge (see computes.agent_confs), and
+        # its OVS driver steers only ports of VXLAN networks (admin networks with an explicit VNI)
+        "ml2": {"type_drivers": "flat,vlan,vxlan", "tenant_network_types": "vxlan", "mechanism_drivers":
                 "openvswitch,sriovnicswitch", "extension_drivers": "port_security,qos"},
         "ml2_type_vlan": {"network_vlan_ranges": vlan_ranges()},
+        "ml2_type_vxlan": {"vni_ranges": VNI_RANGES},
         "ml2_type_flat": {"flat_networks": "*"},
         "securitygroup": {"firewall_driver": "noop", "enable_security_group": True},
     })

@@ -133,7 +133,8 @@ def up(state: State, inv_path: Path | None, out: TextIO = sys.stderr, quiet: boo
     everything = all_services(state, dpdk, inv_file)
     if not first and all(procs.pid_of(state, s.name) for s in everything) and all(s.ready() for s in everything):
         progress.say("already up")
-        return {"already_up": True, "dpdk": dpdk, "seconds": time.monotonic() - progress.t0,
+        vim = register_vim(state, progress)
+        return {"already_up": True, **vim, "dpdk": dpdk, "seconds": time.monotonic() - progress.t0,
                 "hosts": [c.name for c in hosts]}
 
     start_all(state, infra[:3], progress)
@@ -178,8 +179,23 @@ def up(state: State, inv_path: Path | None, out: TextIO = sys.stderr, quiet: boo
     bootstrap.aggregates(state, hosts)
     bootstrap.quotas(state)
     progress.say("host aggregates: " + "; ".join(f"{c.name} {c.spec.aggregate_metadata}" for c in hosts))
-    return {"already_up": False, "dpdk": dpdk, "first_start": first, "seconds": time.monotonic() - progress.t0,
+    vim = register_vim(state, progress)
+    return {"already_up": False, **vim, "dpdk": dpdk, "first_start": first, "seconds": time.monotonic() - progress.t0,
             "hosts": [c.name for c in hosts], "inventory": str(inv_file)}
+
+
+def register_vim(state: State, progress: Progress) -> dict[str, Any]:
+    """The dev cloud as Tacker's default VIM (find or register), for v2 LCM grants."""
+    from tackerclient.common import exceptions as tacker_exc
+
+    try:
+        auth = bootstrap.admin_auth(state)
+        vim = tacker.register_vim(tacker.tacker_client(tacker.session(auth)), auth)
+    except tacker_exc.TackerClientException as exc:
+        raise UserError(f"devcloud: registering the dev cloud as Tacker's VIM failed: {exc}", EXIT_ENGINE) from None
+    progress.say(f"Tacker default VIM {tacker.VIM_NAME} {'registered' if vim['registered'] else 'already registered'}"
+                 f" ({vim['vim_id']})")
+    return vim
 
 
 def _run_steps(steps: list[tuple[list[str], str]]) -> None:

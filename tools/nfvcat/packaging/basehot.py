@@ -1,22 +1,35 @@
 """BaseHOT for a VNF package, generated from the catalog: one source for HOT, CSAR and lifecycle.
 
 A vnfd entry's ``basehot.yaml`` names the catalog HOT entry its VDU is (``catalog``), the VDU
-(``vdu``), and what the top template passes to each of the catalog template's parameters
-(``properties``), mostly from Tacker's ``nfv`` map. From that, the VNFD and the catalog template,
-``basehot_files`` returns, by member name:
+(``vdu``), what the top template passes to each of the catalog template's parameters (``properties``),
+mostly from Tacker's ``nfv`` map, and which catalog resource is which VNFD node (``resources``: the server
+is the VDU, each port a VduCp). From that, the VNFD and the catalog template, ``basehot_files`` returns,
+by member name:
 
 - ``BaseHOT/<flavour>/<entry name>.yaml``: the top template Tacker's LCM creates. One ``nfv`` parameter
   (type json, built by the package's UserData), the catalog parameters listed in ``additional_params``
   (their definitions copied from the catalog template; Tacker fills them from ``additionalParams``), an
   ``OS::Nova::Flavor`` from the VDU's ``virtual_compute`` (vCPUs, memory, local disk, ``nova_extra_specs``),
-  a network and subnet per internal ``VnfVirtualLink``, the VDU as a resource of the catalog template's
-  type, and every catalog output passed through.
-- ``BaseHOT/<flavour>/nested/<template>``: the catalog template, byte for byte. Its resource type in the
-  top template is the bare file name: Tacker (v1 and v2 LCM) sends each ``nested/*.yaml`` to Heat under
-  its file name in the stack's ``files``, and Heat looks a template resource's type up there.
+  a network and subnet per internal ``VnfVirtualLink`` (named after it), the VDU as a resource of the
+  catalog template's type, and every catalog output passed through.
+- ``BaseHOT/<flavour>/nested/<template>``: the catalog template with its resources renamed after the VNFD
+  nodes (``server`` -> the VDU id, each port -> its VduCp id; every ``get_resource``, ``get_attr`` and
+  ``depends_on`` follows), nothing else changed. Tacker's v2 LCM (sol_refactored
+  ``infra_drivers/openstack``) reads the stack's resources (nested_depth 2) and reports an
+  ``OS::Nova::Server`` as a ``vnfcResourceInfo`` only when its resource name is a VDU of the flavour, a
+  port as a VNFC CP / ``extCpInfo`` only when its name is a VduCp and it is required by that server in
+  the same nested stack, and heals a VNFC by marking the resource named after the VDU unhealthy in that
+  stack. Its resource type in the top template is the bare file name: Tacker sends each
+  ``nested/*.yaml`` to Heat under its file name in the stack's ``files``.
 - every file the catalog template ``get_file``s, byte for byte, at the path that ``get_file`` names seen
   from ``nested/``: ``../../../hooks/vrouter/user-data.yaml`` is ``hooks/vrouter/user-data.yaml`` at the
-  root of the CSAR, so the nested template needs no rewrite. A path that would leave the CSAR is an error.
+  root of the CSAR, so no path is rewritten. A path that would leave the CSAR is an error.
+
+The VNFD must declare what the BaseHOT makes and nothing more: every VduCp of the VDU is a renamed port,
+the server resource is the VDU id and the server is named after the VDU's ``name`` (the catalog parameter
+its ``name`` comes from must be set to it), and
+a ``Vdu.VirtualBlockStorage`` the stack does not create is an error (the VDU boots from the image of its own
+``sw_image_data`` onto the flavor's local disk).
 """
 
 from __future__ import annotations
@@ -93,7 +106,88 @@ def read_mapping(entry_dir: Path) -> dict[str, Any] | None:
         raise UserError(f"{path}: 'properties' must be a mapping")
     if not isinstance(data.get("additional_params", []), list):
         raise UserError(f"{path}: 'additional_params' must be a list")
+    res = data.get("resources")
+    if not isinstance(res, dict) or not res or not all(isinstance(k, str) and isinstance(v, str)
+                                                       for k, v in res.items()):
+        raise UserError(f"{path}: 'resources' must map catalog resource names to VNFD node names "
+                        "(the server to the VDU, each port to its VduCp)")
+    nets = data.get("ext_networks", {})
+    if not isinstance(nets, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in nets.items()):
+        raise UserError(f"{path}: 'ext_networks' must map external CPs to network names")
     return data
+
+
+def _rename_refs(node: Any, names: dict[str, str]) -> Any:
+    """``node`` with every get_resource, get_attr and depends_on naming a renamed resource following it."""
+    if isinstance(node, list):
+        return [_rename_refs(v, names) for v in node]
+    if not isinstance(node, dict):
+        return node
+    out: dict[Any, Any] = {}
+    for k, v in node.items():
+        if k == "get_resource" and isinstance(v, str):
+            out[k] = names.get(v, v)
+        elif k == "get_attr" and isinstance(v, list) and v and isinstance(v[0], str):
+            out[k] = [names.get(v[0], v[0]), *_rename_refs(v[1:], names)]
+        elif k == "depends_on" and isinstance(v, (str, list)):
+            out[k] = names.get(v, v) if isinstance(v, str) else [names.get(d, d) for d in v]
+        else:
+            out[k] = _rename_refs(v, names)
+    return out
+
+
+def _nodes_of(nodes: dict[str, Any], node_type: str) -> list[str]:
+    return [n for n, d in nodes.items() if isinstance(d, dict) and d.get("type") == node_type]
+
+
+def _bound_to(node: dict[str, Any], requirement: str) -> list[str]:
+    return [r[requirement] for r in node.get("requirements") or []
+            if isinstance(r, dict) and isinstance(r.get(requirement), str)]
+
+
+def nested_template(catalog: dict[str, Any], mapping: dict[str, Any], nodes: dict[str, Any],
+                    nested_name: str) -> dict[str, Any]:
+    """The catalog template with its server and ports renamed after the VDU and its VduCps (see above)."""
+    vdu = mapping["vdu"]
+    names: dict[str, str] = dict(mapping["resources"])
+    resources = catalog.get("resources") or {}
+    types = {"tosca.nodes.nfv.Vdu.Compute": "OS::Nova::Server", "tosca.nodes.nfv.VduCp": "OS::Neutron::Port"}
+    for old, new in names.items():
+        res = resources.get(old)
+        if not isinstance(res, dict):
+            raise UserError(f"basehot.yaml: resources: {old} is not a resource of {nested_name}")
+        node_type = (nodes.get(new) or {}).get("type") if isinstance(nodes.get(new), dict) else None
+        if node_type not in types:
+            raise UserError(f"basehot.yaml: resources: {new} is not a VDU or VduCp of the flavour")
+        if res.get("type") != types[node_type]:
+            raise UserError(f"basehot.yaml: resources: {old} is a {res.get('type')}, {new} needs a {types[node_type]}")
+        if new in resources and new not in names:
+            raise UserError(f"basehot.yaml: resources: {new} is already a resource of {nested_name}")
+    if len(set(names.values())) != len(names):
+        raise UserError("basehot.yaml: resources: two catalog resources renamed to one VNFD node")
+    if vdu not in names.values():
+        raise UserError(f"basehot.yaml: resources: no server is the VDU {vdu}")
+    cps = [n for n in _nodes_of(nodes, "tosca.nodes.nfv.VduCp") if vdu in _bound_to(nodes[n], "virtual_binding")]
+    missing = sorted(set(cps) - set(names.values()))
+    if missing:
+        raise UserError(f"basehot.yaml: resources: no port is the VduCp {', '.join(missing)} (Tacker would "
+                        "report no connection point for it)")
+    storage = _nodes_of(nodes, "tosca.nodes.nfv.Vdu.VirtualBlockStorage")
+    if storage:
+        raise UserError(f"VNFD: {', '.join(storage)}: a virtual storage the BaseHOT does not create (the VDU "
+                        "boots from its image on the flavor's local disk: put sw_image_data on the VDU)")
+    server_name = ((resources[next(o for o, n in names.items() if n == vdu)].get("properties") or {})
+                   .get("name"))
+    param = server_name.get("get_param") if isinstance(server_name, dict) else None
+    vdu_name = (nodes[vdu].get("properties") or {}).get("name")
+    if isinstance(param, str) and (mapping.get("properties") or {}).get(param) != vdu_name:
+        raise UserError(f"basehot.yaml: properties: {param} must be {vdu_name!r}, the name of the VDU {vdu} "
+                        "(the server is named after its VDU)")
+    out = dict(catalog)
+    out["resources"] = {names.get(k, k): _rename_refs(v, names) for k, v in resources.items()}
+    if "outputs" in catalog:
+        out["outputs"] = _rename_refs(catalog["outputs"], names)
+    return out
 
 
 def catalog_template(entry_dir: Path, mapping: dict[str, Any]) -> Path:
@@ -233,12 +327,16 @@ def basehot_files(entry_dir: Path, entry: dict[str, Any]) -> dict[str, bytes]:
         raise UserError(f"{template}: the nested template may not be named like the top template {top_name}")
     nodes = vnfd_flavour(entry_dir, entry["template"], flavour)
     top = top_template(entry, mapping, catalog, nodes, nested_name)
+    nested = nested_template(catalog, mapping, nodes, nested_name)
     header = (f"# Generated by `nfvcat package` from {entry_dir.name}/{MAPPING_FILE}, the VNFD and the catalog\n"
-              f"# template {nested_name} (nested/, byte for byte). Do not edit: change those instead.\n")
+              f"# template {nested_name}. Do not edit: change those instead.\n")
+    nested_header = (f"# Generated by `nfvcat package`: the catalog template {nested_name} with its resources named\n"
+                     f"# after the VNFD ({', '.join(f'{o} -> {n}' for o, n in mapping['resources'].items())}).\n")
     base = f"BaseHOT/{flavour}"
     files = {
         f"{base}/{top_name}": (header + yaml.dump(top, Dumper=_Dumper, sort_keys=False, width=120)).encode(),
-        f"{base}/nested/{nested_name}": template.read_bytes(),
+        f"{base}/nested/{nested_name}": (nested_header + yaml.dump(nested, Dumper=_Dumper, sort_keys=False,
+                                                                   width=120)).encode(),
     }
     for member, source in hook_members(template, f"{base}/nested").items():
         if member in files:

@@ -3,15 +3,15 @@ parameters the top template declares) from the VNFD, the grant and the instantia
 Runs inside Tacker, so it may import tacker. The same file serves every nfvcat vnfd entry.
 
 - ``VnfUserData``: Tacker's v1 VNF LCM API (``instantiate(base_hot_dict, vnfd_dict, inst_req_info,
-  grant_info)`` returns the stack parameters). v1 sends Heat only BaseHOT/<flavour>/nested/*.yaml as
-  ``files``, not what a nested template ``get_file``s, so the catalog template's day-0 hook cannot reach
-  Heat through v1.
+  grant_info)``). v1 sends Heat only BaseHOT/<flavour>/nested/*.yaml as ``files``, not what a nested
+  template ``get_file``s, so the catalog template's day-0 hook cannot reach Heat through v1: it refuses at
+  once with that reason (``V1_REFUSED``) instead of letting the stack fail later.
 - ``VnfUserDataV2``: Tacker's v2 API (``instantiate(req, inst, grant_req, grant, tmp_csar_dir)`` returns
   template, parameters and files); it adds each file a nested template ``get_file``s, read from the
   package at the path the template names, so the nested catalog template runs unchanged.
 
-Keys of ``nfv`` are the ``get_param: [nfv, ...]`` paths of the top template: ``nfv.VDU.<node>.image``
-(the node with sw_image_data: the grant's image, else the VNFD's image name) and
+Keys of ``nfv`` are the ``get_param: [nfv, ...]`` paths of the top template: ``nfv.VDU.<VDU>.image``
+(the VDU carries the sw_image_data: the grant's image, else the VNFD's image name) and
 ``nfv.CP.<external CP>.network`` (the extVirtualLink whose extCps name that CP).
 """
 
@@ -29,21 +29,6 @@ def _walk(node, key):
     elif isinstance(node, list):
         for v in node:
             yield from _walk(v, key)
-
-
-def init_nfv(top_hot):
-    """{'VDU': {...}, 'CP': {...}} with a None leaf for each get_param [nfv, KIND, NAME, KEY]."""
-    nfv = {'VDU': {}, 'CP': {}}
-    for path in _walk(top_hot.get('resources', {}), 'get_param'):
-        if isinstance(path, list) and len(path) == 4 and path[0] == 'nfv':
-            nfv.setdefault(path[1], {}).setdefault(path[2], {})[path[3]] = None
-    return nfv
-
-
-def sw_image_names(vnfd_dict):
-    nodes = (vnfd_dict or {}).get('topology_template', {}).get('node_templates', {})
-    return {name: node['properties']['sw_image_data']['name'] for name, node in nodes.items()
-            if isinstance(node, dict) and (node.get('properties') or {}).get('sw_image_data')}
 
 
 def additional_params(top_hot, additional):
@@ -65,32 +50,19 @@ def nested_files(files, nested_dir):
 
 
 try:
-    from tacker.vnfm.lcm_user_data import utils
     from tacker.vnfm.lcm_user_data.abstract_user_data import AbstractUserData
 except ImportError:  # a Tacker without the v1 LCM
     AbstractUserData = object
 
 
+V1_REFUSED = ("nfvcat VNF packages need Tacker's v2 VNF LCM API (vnflcm/v2, class VnfUserDataV2): v1 sends "
+              "Heat only BaseHOT/<flavour>/nested/*.yaml, not the day-0 hook the nested template get_file's")
+
+
 class VnfUserData(AbstractUserData):
     @staticmethod
     def instantiate(base_hot_dict=None, vnfd_dict=None, inst_req_info=None, grant_info=None):
-        top = base_hot_dict['heat_template']
-        nfv = init_nfv(top)
-        images = sw_image_names(vnfd_dict)
-        images.update(utils.create_vdu_image_dict(grant_info or {}))
-        for name, vdu in nfv['VDU'].items():
-            if 'image' in vdu:
-                vdu['image'] = images.get(name)
-        networks = {}
-        for ext_vl in getattr(inst_req_info, 'ext_virtual_links', None) or []:
-            for ext_cp in ext_vl.ext_cps or []:
-                networks[ext_cp.cpd_id] = ext_vl.resource_id
-        for name, cp in nfv['CP'].items():
-            if 'network' in cp:
-                cp['network'] = networks.get(name)
-        params = {'nfv': nfv}
-        params.update(additional_params(top, getattr(inst_req_info, 'additional_params', None)))
-        return params
+        raise ValueError(V1_REFUSED)
 
 
 try:
