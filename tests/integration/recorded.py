@@ -86,6 +86,38 @@ class Recorded:
                          "resource_provider_id=%s", ids[from_rp], consumer, ids[to_rp])
 
 
+    # Nova's resource tracker: what each compute node counts as used, against what its instances hold
+    def tracker_differences(self) -> list[str]:
+        """Where a compute node's recorded NUMA usage (pinned pCPUs, used huge pages per cell) differs from the sum
+        of its instances' recorded topologies. nova-compute keeps that usage in memory and rebuilds it from the
+        instances only in its periodic update (every 60 s): a server deleted while an injected topology is still
+        counted there fails to unpin its real pCPUs (CPUUnpinningInvalid) and stays in ERROR holding them."""
+        want: dict[tuple[str, int], dict[str, Any]] = {}
+        for host, raw in self.rows("nova", "SELECT i.host, e.numa_topology FROM instances i JOIN instance_extra e "
+                                   "ON e.instance_uuid = i.uuid WHERE i.deleted = 0 AND i.host IS NOT NULL"):
+            for c in cells(json.loads(raw)) if raw else []:
+                use = want.setdefault((host, int(c["id"])), {"pins": set(), "pages": {}})
+                use["pins"] |= {int(v) for v in (c.get("cpu_pinning_raw") or {}).values()}
+                use["pins"] |= {int(v) for v in c.get("cpuset_reserved") or []}
+                if c.get("pagesize"):
+                    kb = int(c["pagesize"])
+                    use["pages"][kb] = use["pages"].get(kb, 0) + int(c["memory"]) * 1024 // kb
+        out = []
+        for host, raw in self.rows("nova", "SELECT host, numa_topology FROM compute_nodes WHERE deleted = 0"):
+            for c in cells(json.loads(raw)) if raw else []:
+                use = want.get((host, int(c["id"])), {"pins": set(), "pages": {}})
+                pinned = {int(p) for p in c.get("pinned_cpus") or []}
+                if pinned != use["pins"]:
+                    out.append(f"{host} cell {c['id']}: pinned {sorted(pinned)}, instances hold {sorted(use['pins'])}")
+                for page in c.get("mempages") or []:
+                    d = page["nova_object.data"]
+                    held = use["pages"].get(int(d["size_kb"]), 0)
+                    if int(d.get("used") or 0) != held and int(d["size_kb"]) != 4:
+                        out.append(f"{host} cell {c['id']}: {d.get('used')} x {d['size_kb']} KiB pages used, "
+                                   f"instances hold {held}")
+        return out
+
+
 def cells(topo: dict[str, Any]) -> list[dict[str, Any]]:
     """The InstanceNUMACell data of a serialized InstanceNUMATopology."""
     return [c["nova_object.data"] for c in topo["nova_object.data"]["cells"]]

@@ -94,8 +94,18 @@ def deployed(conn: Any) -> Iterator[dict[str, Any]]:
                                        "stack": stack}
         yield servers
     finally:
+        settle(Recorded())
         for stack in stacks:
             delete(conn, stack)
+
+
+def settle(db: Recorded, timeout: float = 240) -> None:
+    """Wait until each compute node's usage is again the sum of its instances' (restored) topologies, so that
+    the deletes that follow unpin what Nova really pinned (see Recorded.tracker_differences)."""
+    deadline = time.monotonic() + timeout
+    while (diff := db.tracker_differences()) and time.monotonic() < deadline:
+        time.sleep(5)
+    assert not diff, f"Nova's resource tracker did not settle after the restores: {diff}"
 
 
 def check(stack: str, *extra: str) -> dict[str, Any]:
