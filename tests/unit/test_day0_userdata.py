@@ -50,7 +50,10 @@ def test_the_probe_is_a_cloud_config_mapping() -> None:
     userdata.check_cloud_config(probe.CLOUD_CONFIG, "probe")
     data = yaml.safe_load(probe.CLOUD_CONFIG)
     assert [f["path"] for f in data["write_files"]] == ["/usr/local/sbin/nfvcat-probe"]
-    assert data["bootcmd"][0][0] == "systemd-run"
+    run = data["bootcmd"][0]
+    # cloud-init.service is ordered before sysinit.target: a bootcmd that waits for a unit with default
+    # dependencies (after sysinit.target) deadlocks the boot
+    assert run[0] == "systemd-run" and "--no-block" in run and "--property=DefaultDependencies=no" in run, run
 
 
 def test_a_bad_added_file_is_a_one_line_error(tmp_path: Path) -> None:

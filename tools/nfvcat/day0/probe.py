@@ -5,7 +5,10 @@ its verdict as ``NFVCAT-CLOUD-INIT`` lines. It configures nothing of the VNF.
 
 ``bootcmd`` (cloud-init's init stage, before ``write_files``) starts it as a transient systemd unit that waits
 for the script ``write_files`` puts in place right after, so the probe runs from the first seconds of
-cloud-init, before the VNF's own day-0 (its final stage) loads anything.
+cloud-init, before the VNF's own day-0 (its final stage) loads anything. The unit has no default
+dependencies and ``systemd-run`` does not wait for it (``--no-block``): cloud-init.service is ordered before
+sysinit.target, a transient unit with default dependencies after it, so waiting for its start from bootcmd
+deadlocks the boot (seen: the gateways stopped after cloud-init's network stage).
 """
 
 from __future__ import annotations
@@ -15,7 +18,8 @@ FILENAME = "nfvcat-probe.cfg"
 CLOUD_CONFIG = r"""#cloud-config
 # nfvcat lab instrumentation (not VNF configuration): IPsec SA state and ESP counters on the console
 bootcmd:
-  - [systemd-run, --unit=nfvcat-probe, --description=nfvcat test probe, /bin/sh, -c,
+  - [systemd-run, --no-block, --property=DefaultDependencies=no, --unit=nfvcat-probe,
+     --description=nfvcat test probe, /bin/sh, -c,
      'while [ ! -x /usr/local/sbin/nfvcat-probe ]; do sleep 1; done; exec /usr/local/sbin/nfvcat-probe']
 write_files:
   - path: /usr/local/sbin/nfvcat-probe
