@@ -3,27 +3,36 @@ tunnel up of two gateway VMs booted from their config drives. Prints figures, as
 Needs root and tools/debs/day0.txt.
 
 The vRouter's ACL is measured as a ratio to plain forwarding on the same chain: the only difference between
-the arms is whether the ACL tables are loaded (``nft -f`` of the file the vRouter's setup compiled, or of
-an empty replacement); the arms alternate round by round (the first arm rotates), after a warm-up round,
-so load from other users of the machine falls on every arm alike. By default (``--method toggle``) the
-arms take turns every ``--period`` seconds within one iperf3 run (a sample: the receiving interface's
-bytes over the arm's period, counted after its tables are loaded), which pairs samples a second apart;
-``--method runs`` gives each sample its own iperf3 run of ``--seconds``. The ratio is the median of the
-per-round ratios (ACL / plain of the same round). Rule sets: the template's 20 rules, and generated ones of
+the arms is whether the ACL tables are loaded in the vRouter's namespace (``nft -f`` of the file the
+vRouter's setup compiled, or of an empty replacement; same namespaces, links, offloads, routes and traffic;
+no connection tracking anywhere). By default (``--method toggle``) the arms take turns within one iperf3 run
+(client and server pinned to CPUs 0 and 1, ``--pin``): every other period is plain, the other arms (acl,
+``--control``, ``--old``, ``--conntrack``) rotate in between, each period loads its arm's tables, waits
+``--settle`` seconds and counts the receiving interface's bytes (or packets with ``--udp``) over ``--period``
+seconds; a warm-up round first is discarded. A sample's ratio is its value over the mean of the two plain
+periods around it, which cancels load from other users of the machine that changes slowly against a period;
+the printed ratio is the median of ``--samples`` such ratios. Every sample is also divided by the CPU time
+iperf3's client and server and the ksoftirqd threads ran in it (on veth links the whole forwarding path runs
+in their softirq context): that ratio is the ACL's cost on the path's own CPU, which other users' load moves
+far less than the share of the CPUs the path gets. ``--method runs`` gives each sample its own iperf3 run
+of ``--seconds`` instead, arms rotating by round. Rule sets: the template's 20 rules, and generated ones of
 the same kinds (MAC, VLAN, IP prefixes, TCP/UDP ports, one ICMP rate limit per side) with more rules,
 rendered by the template like the 20. ``--old REV`` adds an arm with the chain-walk ACL of the vrouter hook
 at that git revision (its acl.nft.in filled with the same rules); ``--control`` the plain arm a second time,
 whose ratio shows what the comparison reads between identical arms on this machine at this moment.
 
-Run: .venv/bin/python tests/bench/bench_day0.py [--method toggle|runs] [--period 1] [--seconds 5]
-     [--samples 10] [--rules 20,100,1000] [--streams 1,4] [--old REV] [--control] [--conntrack]
-     [--pin C,S] [--no-tunnel] [--no-vm] [--json FILE]
+Run: .venv/bin/python tests/bench/bench_day0.py [--method toggle|runs] [--period 0.5] [--settle 0.2]
+     [--seconds 5] [--samples 40] [--rules 20,100,1000] [--streams 1,4] [--udp BYTES] [--old REV] [--control]
+     [--conntrack] [--pin C,S] [--no-tunnel] [--no-vm] [--json FILE]
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
+import os
+import platform
 import signal
 import statistics
 import subprocess
@@ -116,6 +125,7 @@ class Arm:
     name: str
     nft: Path  # loaded before each sample of the arm
     samples: list[float] = field(default_factory=list)
+    per_cpu: list[float] = field(default_factory=list)  # the same samples per CPU-second of the path (toggle)
 
 
 def compare(chain: c.Chain, arms: list[Arm], samples: int, seconds: int, streams: int, work: Path,
@@ -139,61 +149,131 @@ def compare(chain: c.Chain, arms: list[Arm], samples: int, seconds: int, streams
 
 COUNTER = r"""
 import sys
-f = open(sys.argv[1])
+files = [open(path) for path in sys.argv[1:]]
 for _ in sys.stdin:
-    f.seek(0)
-    sys.stdout.write(f.read())
+    values = []
+    for f in files:
+        f.seek(0)
+        values.append(f.read().strip())
+    sys.stdout.write(" ".join(values) + "\n")
     sys.stdout.flush()
 """
 
 
-def toggle(chain: c.Chain, arms: list[Arm], samples: int, period: float, streams: int, work: Path,
-           target: tuple[str, str], rx: str, pin: str = "") -> list[list[float]]:
-    """One iperf3 run; the arms take turns every ``period`` seconds (loaded, then the receiving interface's
-    byte counter read at the start and end of the arm's period), in rounds whose order rotates; a warm-up
-    round first (and iperf3's own first seconds), discarded. Samples are Gbit/s over each period."""
+def ksoftirqd_pids() -> list[int]:
+    pids = []
+    for comm in Path("/proc").glob("[0-9]*/comm"):
+        try:
+            if comm.read_text().startswith("ksoftirqd/"):
+                pids.append(int(comm.parent.name))
+        except OSError:
+            continue
+    return pids
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    """CPU time the tasks of ``pids`` (all threads) ran, from schedstat (ns). Without IRQ time accounting the
+    softirq work done in a task's context (on veth: forwarding the sender's packets through every namespace)
+    is part of that task's time."""
+    total = 0
+    for pid in pids:
+        for stat in Path(f"/proc/{pid}/task").glob("*/schedstat"):
+            try:
+                total += int(stat.read_text().split()[0])
+            except (OSError, ValueError, IndexError):
+                continue
+    return total / 1e9
+
+
+def irq_time_accounting() -> bool | None:
+    """Whether the kernel accounts softirq time apart from the task it interrupts (then the CPU time of the
+    path's tasks misses the forwarding work); None when its configuration cannot be read."""
+    for path in (Path("/proc/config.gz"), Path(f"/boot/config-{platform.release()}")):
+        try:
+            data = path.read_bytes()
+        except OSError:
+            continue
+        text = gzip.decompress(data).decode() if path.suffix == ".gz" else data.decode()
+        return "CONFIG_IRQ_TIME_ACCOUNTING=y" in text
+    return None
+
+
+def schedule(arms: list[Arm], samples: int) -> list[tuple[int, Arm]]:
+    """(round, arm) per period: the reference arm (``arms[0]``, plain) every other period, the other arms
+    in between, their order rotating by round; round 0 is the warm-up; a closing reference period."""
+    ref, others = arms[0], arms[1:]
+    slots: list[tuple[int, Arm]] = []
+    for r in range(samples + 1):
+        for k in range(len(others)):
+            slots += [(r, ref), (r, others[(r + k) % len(others)])]
+    return slots + [(samples, ref)]
+
+
+def toggle(chain: c.Chain, arms: list[Arm], samples: int, period: float, settle: float, streams: int, work: Path,
+           target: tuple[str, str], rx: str, pin: str = "", udp: int = 0
+           ) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+    """One iperf3 run; the arms take turns (``schedule``): each period loads its arm's tables, waits
+    ``settle`` seconds (the load's own CPU time and its wake of the flow stay out of every sample), then
+    reads the receiving interface's counter at the start and end of ``period`` seconds. Samples are Gbit/s
+    (TCP) or Mpps (``udp``: datagrams of that many bytes, iperf3 -u -b 0). An arm's ratio per sample is its
+    value over the mean of the two reference periods around it, which cancels load that changes slowly
+    against a period; the warm-up round is discarded. Each sample is also divided by the CPU time that
+    iperf3's client and server and the ksoftirqd threads ran in it (the path's cost, which other users' load
+    does not change as it changes the path's share of the CPUs). Returns the ratios per arm but the
+    reference: of the samples, and of the samples per CPU-second."""
     ns, ip = chain.ns[target[0]], target[1]
-    length = 3 + (samples + 1) * len(arms) * (period + 0.5) * 2  # generous: iperf3 is stopped at the end
+    slots = schedule(arms, samples)
+    length = 5 + len(slots) * (period + settle + 0.3) * 1.5  # generous: iperf3 is stopped at the end
     server = chain.lab.spawn(["ip", "netns", "exec", ns, "iperf3", "-s", "-1", "-B", ip], work / "iperf-toggle.log")
+    stat = "rx_packets" if udp else "rx_bytes"
     reader = subprocess.Popen(["ip", "netns", "exec", ns, sys.executable, "-c", COUNTER,
-                               f"/sys/class/net/{rx}/statistics/rx_bytes"],
+                               f"/sys/class/net/{rx}/statistics/{stat}"],
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     ask, answer = reader.stdin, reader.stdout
     assert ask is not None and answer is not None
 
-    def rx_bytes() -> int:
+    def counter() -> int:
         ask.write("\n")
         ask.flush()
         return int(answer.readline())
 
+    traffic = ["-u", "-b", "0", "-l", str(udp)] if udp else []
     time.sleep(0.5)
     client = chain.lab.spawn(["ip", "netns", "exec", chain.ns["sa"], "iperf3", "-c", ip, "-t", str(int(length)),
-                              "-P", str(streams), *(["-A", pin] if pin else [])], work / "iperf-toggle-client.log")
-    rounds: list[list[float]] = []
+                              "-P", str(streams), *traffic, *(["-A", pin] if pin else [])],
+                             work / "iperf-toggle-client.log")
+    values: list[float] = []
+    per_cpu: list[float] = []
     try:
         time.sleep(2)  # TCP ramp-up
-        for r in range(samples + 1):
-            values: dict[str, float] = {}
-            for k in range(len(arms)):
-                arm = arms[(r + k) % len(arms)]
-                chain.sh("vr", f"nft -f {arm.nft}")
-                b0, t0 = rx_bytes(), time.monotonic()
-                time.sleep(period)
-                b1, t1 = rx_bytes(), time.monotonic()
-                values[arm.name] = (b1 - b0) * 8 / (t1 - t0) / 1e9
+        path = [client.pid, server.pid, *ksoftirqd_pids()]
+        for _, arm in slots:
+            chain.sh("vr", f"nft -f {arm.nft}")
+            time.sleep(settle)
+            b0, t0, c0 = counter(), time.monotonic(), cpu_seconds(path)
+            time.sleep(period)
+            b1, t1, c1 = counter(), time.monotonic(), cpu_seconds(path)
+            amount = (b1 - b0) / 1e6 if udp else (b1 - b0) * 8 / 1e9
+            values.append(amount / (t1 - t0))
+            per_cpu.append(amount / max(c1 - c0, 1e-3))
             if client.poll() is not None:
                 raise RuntimeError(f"iperf3 ended early: {(work / 'iperf-toggle-client.log').read_text()[-400:]}")
-            if r == 0:
-                continue
-            for arm in arms:
-                arm.samples.append(values[arm.name])
-            rounds.append([values[a.name] for a in arms])
     finally:
         chain.lab.stop(client)
         chain.lab.stop(server)
         ask.close()
         reader.wait(5)
-    return rounds
+    ratios: dict[str, list[float]] = {a.name: [] for a in arms[1:]}
+    cpu_ratios: dict[str, list[float]] = {a.name: [] for a in arms[1:]}
+    for i, (r, arm) in enumerate(slots):
+        if r == 0 or i == len(slots) - 1:
+            continue
+        arm.samples.append(values[i])
+        arm.per_cpu.append(per_cpu[i])
+        if arm is not arms[0]:
+            ratios[arm.name].append(values[i] / ((values[i - 1] + values[i + 1]) / 2))
+            cpu_ratios[arm.name].append(per_cpu[i] / ((per_cpu[i - 1] + per_cpu[i + 1]) / 2))
+    return ratios, cpu_ratios
 
 
 def spread(values: list[float]) -> str:
@@ -207,6 +287,11 @@ def middle_half(values: list[float]) -> str:
 
 def acl_bench(chain: c.Chain, work: Path, args: argparse.Namespace) -> list[dict[str, Any]]:
     results = []
+    irq_time = irq_time_accounting()
+    if irq_time is not False:
+        print("note: the kernel " + ("accounts softirq time apart (CONFIG_IRQ_TIME_ACCOUNTING=y)" if irq_time else
+                                     "configuration is unreadable") + ": the per-CPU-second ratios may miss the "
+              "forwarding work done in softirq; read the throughput ratios")
     plain_nft = work / "plain.nft"
     plain_nft.write_text(NO_TABLES)
     root = chain.vnfs["vr"].root
@@ -235,28 +320,43 @@ def acl_bench(chain: c.Chain, work: Path, args: argparse.Namespace) -> list[dict
               f"and load by the vRouter's setup: {setup:.1f} s", flush=True)
         for streams in args.streams:
             for arm in arms:
-                arm.samples = []
+                arm.samples, arm.per_cpu = [], []
+            cpu_ratios: dict[str, list[float]] = {}
+            load = os.getloadavg()[0]
             if args.method == "runs":
                 rounds = compare(chain, arms, args.samples, args.seconds, streams, work, ("ga", c.GWA_LAN),
                                  args.pin)
-                how = f"one iperf3 run of {args.seconds} s per sample"
+                ratios = {arm.name: [r[i] / r[0] for r in rounds] for i, arm in enumerate(arms[1:], 1)}
+                how = f"one iperf3 run of {args.seconds} s per sample, arms rotating, {len(rounds)} rounds"
             else:
-                rounds = toggle(chain, arms, args.samples, args.period, streams, work, ("ga", c.GWA_LAN),
-                                chain.ifname[("ga", "lan")], args.pin)
-                how = f"one iperf3 run, arms toggled every {args.period:g} s"
-            print(f"  iperf3 -P {streams}, {how}, {len(rounds)} rounds + 1 warm-up; Gbit/s median (min-max):")
+                ratios, cpu_ratios = toggle(chain, arms, args.samples, args.period, args.settle, streams, work,
+                                ("ga", c.GWA_LAN), chain.ifname[("ga", "lan")], args.pin, args.udp)
+                how = (f"one iperf3 run, every other period plain, {args.period:g} s periods after {args.settle:g} s "
+                       f"of settling, {args.samples} per arm")
+            traffic = f"UDP {args.udp} B datagrams" if args.udp else "TCP"
+            unit = "Mpps" if args.udp else "Gbit/s"
+            print(f"  iperf3 -P {streams} {traffic}, {how} + 1 warm-up round; load average {load:.2f} -> "
+                  f"{os.getloadavg()[0]:.2f}; {unit} median (min-max):")
             for arm in arms:
-                print(f"    {arm.name:<6} {statistics.median(arm.samples):8.3f} ({spread(arm.samples)})")
-            row: dict[str, Any] = {"rules": count, "streams": streams, "method": args.method,
-                                   "seconds": args.seconds if args.method == "runs" else args.period,
-                                   **{f"{a.name}_gbps": a.samples for a in arms}}
-            for i, arm in enumerate(arms[1:], 1):
-                ratios = [r[i] / r[0] for r in rounds]
+                cpu = (f"; {statistics.median(arm.per_cpu):.3f} {unit.split('/')[0]} per CPU-second"
+                       if arm.per_cpu else "")
+                print(f"    {arm.name:<7} {statistics.median(arm.samples):8.3f} ({spread(arm.samples)}){cpu}")
+            row: dict[str, Any] = {"rules": count, "streams": streams, "method": args.method, "udp": args.udp,
+                                   "unit": unit, "period": args.seconds if args.method == "runs" else args.period,
+                                   "load": [load, os.getloadavg()[0]], **{f"{a.name}_samples": a.samples for a in arms},
+                                   **{f"{a.name}_per_cpu": a.per_cpu for a in arms if a.per_cpu}}
+            for arm in arms[1:]:
+                values = ratios[arm.name]
                 label = {"acl": "acl ratio", "control": "control ratio (plain again)"}.get(arm.name,
                                                                                       f"{arm.name} ratio")
-                print(f"  {label}: {statistics.median(ratios):.3f} (median of {len(ratios)}; "
-                      f"spread {spread(ratios)}, middle half {middle_half(ratios)})", flush=True)
-                row[f"{arm.name}_ratios"] = ratios
+                print(f"  {label}: {statistics.median(values):.3f} (median of {len(values)}; "
+                      f"spread {spread(values)}, middle half {middle_half(values)})", flush=True)
+                row[f"{arm.name}_ratios"] = values
+                if cpu_ratios:
+                    per_cpu = cpu_ratios[arm.name]
+                    print(f"    per CPU-second: {statistics.median(per_cpu):.3f} (middle half {middle_half(per_cpu)})",
+                          flush=True)
+                    row[f"{arm.name}_per_cpu_ratios"] = per_cpu
             results.append(row)
     chain.sh("vr", f"nft -f {plain_nft}")
     return results
@@ -311,10 +411,15 @@ def main() -> None:
     parser.add_argument("--method", choices=("toggle", "runs"), default="toggle",
                         help="ACL arms: toggled within one iperf3 run every --period (default), or one iperf3 run "
                              "of --seconds per sample")
-    parser.add_argument("--period", type=float, default=1.0, help="seconds per sample with --method toggle")
+    parser.add_argument("--period", type=float, default=0.5,
+                        help="seconds per sample with --method toggle (default 0.5)")
+    parser.add_argument("--settle", type=float, default=0.2,
+                        help="seconds after loading an arm's tables before its sample starts (default 0.2)")
+    parser.add_argument("--udp", type=int, default=0, metavar="BYTES",
+                        help="UDP datagrams of BYTES (iperf3 -u -b 0 -l BYTES), samples in Mpps, instead of TCP")
     parser.add_argument("--seconds", type=int, default=5,
                         help="iperf3 duration per sample with --method runs, and of the tunnel figure (default 5)")
-    parser.add_argument("--samples", type=int, default=10, help="samples per arm after the warm-up (default 10)")
+    parser.add_argument("--samples", type=int, default=40, help="samples per arm after the warm-up (default 40)")
     parser.add_argument("--rules", type=_ints, default=[20, 100, 1000],
                         help="ACL sizes, comma-separated (20 = the template's defaults; default 20,100,1000)")
     parser.add_argument("--streams", type=_ints, default=[1, 4],
@@ -324,8 +429,9 @@ def main() -> None:
                         help="also measure the plain arm a second time, as a control (its ratio is the noise)")
     parser.add_argument("--conntrack", action="store_true",
                         help="also measure the ACL with connection tracking of the forwarded packets on")
-    parser.add_argument("--pin", metavar="C,S", default="",
-                        help="iperf3 -A C,S: client on CPU C, server on CPU S (default: the scheduler places them)")
+    parser.add_argument("--pin", metavar="C,S", default="0,1",
+                        help="iperf3 -A C,S: client on CPU C, server on CPU S (default 0,1; '' lets the scheduler "
+                             "place them)")
     parser.add_argument("--no-tunnel", action="store_true", help="skip the IPsec tunnel figure")
     parser.add_argument("--no-vm", action="store_true", help="skip the VM tier")
     parser.add_argument("--json", metavar="FILE", help="write the ACL samples and ratios to FILE")

@@ -58,3 +58,66 @@ def cloud() -> Iterator[tuple[requests_mock.Mocker, Any]]:
 def sent(m: requests_mock.Mocker, method: str, pattern: str) -> list[Any]:
     """The requests of ``method`` whose URL matches ``pattern`` (discovery excluded), in order."""
     return [r for r in m.request_history if r.method == method and re.search(pattern, r.url)]
+
+
+class SfcApi:
+    """networking-sfc's API on the fake Neutron (``/v2.0/sfc/{port_pairs,port_pair_groups,flow_classifiers,
+    port_chains}``): list, show, create, update, delete over ``items`` (kind -> id -> body). Creating a port pair
+    group gives it the next ``group_id``, as networking-sfc does; a port pair group or classifier in use by a
+    chain, or a port pair in a group, cannot be deleted (409), as in networking-sfc."""
+
+    KINDS = ("port_pairs", "port_pair_groups", "flow_classifiers", "port_chains")
+
+    def __init__(self, m: requests_mock.Mocker) -> None:
+        self.items: dict[str, dict[str, dict[str, Any]]] = {k: {} for k in self.KINDS}
+        self._group_ids = 0
+        for kind in self.KINDS:
+            one = re.compile(rf"^{NEUTRON}/sfc/{kind}/([^/?]+)$")
+            every = re.compile(rf"^{NEUTRON}/sfc/{kind}(\?.*)?$")
+            m.get(one, json=self._show(kind))
+            m.put(one, json=self._show(kind, update=True))
+            m.delete(one, json=self._delete(kind))
+            m.get(every, json=lambda req, ctx, kind=kind: {kind: list(self.items[kind].values())})
+            m.post(every, json=lambda req, ctx, kind=kind: {kind[:-1]: self.add(kind, req.json()[kind[:-1]])})
+
+    def add(self, kind: str, body: dict[str, Any]) -> dict[str, Any]:
+        import uuid
+
+        item = {"id": str(uuid.uuid4()), "name": "", "description": "", "project_id": "p", **body}
+        if kind == "port_pair_groups":
+            self._group_ids += 1
+            item.setdefault("group_id", self._group_ids)
+            item.setdefault("port_pairs", [])
+        self.items[kind][item["id"]] = item
+        return item
+
+    def _show(self, kind: str, update: bool = False) -> Any:
+        def show(req: Any, ctx: Any) -> Any:
+            item = self.items[kind].get(req.path.rsplit("/", 1)[-1])
+            if item is None:
+                ctx.status_code = 404
+                return {"NeutronError": {"message": f"{kind[:-1]} not found"}}
+            if update:
+                item.update(req.json()[kind[:-1]])
+            return {kind[:-1]: item}
+        return show
+
+    def _delete(self, kind: str) -> Any:
+        users = {"port_pairs": ("port_pair_groups", "port_pairs"),
+                 "port_pair_groups": ("port_chains", "port_pair_groups"),
+                 "flow_classifiers": ("port_chains", "flow_classifiers")}
+
+        def delete(req: Any, ctx: Any) -> Any:
+            rid = req.path.rsplit("/", 1)[-1]
+            if rid not in self.items[kind]:
+                ctx.status_code = 404
+                return {"NeutronError": {"message": f"{kind[:-1]} not found"}}
+            if kind in users:
+                owner, key = users[kind]
+                if any(rid in (o.get(key) or []) for o in self.items[owner].values()):
+                    ctx.status_code = 409
+                    return {"NeutronError": {"message": f"{kind[:-1]} {rid} in use"}}
+            del self.items[kind][rid]
+            ctx.status_code = 204
+            return None
+        return delete

@@ -110,6 +110,22 @@ def test_delete_and_verify_names_what_is_left(cloud: Any) -> None:
     assert delete_and_verify(conn, Stacks(conn, quiet([])), "chain", 30) == ["OS::Neutron::Port prt"]
 
 
+def test_delete_and_verify_names_sfc_resources_and_server_groups_left(cloud: Any) -> None:
+    from tests.unit.cloudfake import SfcApi
+
+    m, conn = cloud
+    sfc = SfcApi(m)
+    pp = sfc.add("port_pairs", {"ingress": "a", "egress": "b"})
+    ppg = sfc.add("port_pair_groups", {"port_pairs": [pp["id"]]})
+    _deleted_stack(m, [{"resource_type": "OS::Neutron::PortPair", "physical_resource_id": pp["id"]},
+                       {"resource_type": "OS::Neutron::PortPairGroup", "physical_resource_id": ppg["id"]},
+                       {"resource_type": "OS::Neutron::PortChain", "physical_resource_id": "gone"},
+                       {"resource_type": "OS::Nova::ServerGroup", "physical_resource_id": "sg"}])
+    m.get(f"{NOVA}/os-server-groups/sg", status_code=404, json={})
+    left = delete_and_verify(conn, Stacks(conn, quiet([])), "chain", 30)
+    assert left == [f"OS::Neutron::PortPair {pp['id']}", f"OS::Neutron::PortPairGroup {ppg['id']}"]
+
+
 def test_delete_and_verify_fails_when_an_api_cannot_be_asked(cloud: Any) -> None:
     m, conn = cloud
     _deleted_stack(m, [{"resource_type": "OS::Cinder::Volume", "physical_resource_id": "vol"}])

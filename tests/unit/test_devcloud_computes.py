@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -56,3 +57,59 @@ def test_vlan_ranges_and_host_kinds_from_the_site_profile() -> None:
     profile = site.of_catalog(catalog.find_root())
     assert profile.vswitch("ovs-dpdk") == "ovs-dpdk" and profile.vswitch("compute") == "ovs"
     assert [a["name"] for a in profile.pci_aliases()] == ["qat-vf"]
+
+
+def _ini(path: Path) -> Any:
+    import configparser
+
+    cp = configparser.ConfigParser()
+    cp.read(path)
+    return cp
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_networking_sfc_configuration(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, enabled: bool) -> None:
+    monkeypatch.setenv(configs.SFC_ENV, "1" if enabled else "0")
+    state = State(tmp_path)
+    (tmp_path / "secrets.json").write_text('{"db": "x", "admin": "x", "glance": "x", "placement": "x", '
+                                           '"nova": "x", "neutron": "x", "heat": "x", "tacker": "x"}')
+    (tmp_path / "etc/neutron").mkdir(parents=True)
+    server = _ini(configs.neutron(state)["server"])
+    plugins = server["DEFAULT"]["service_plugins"].split(",")
+    assert ("flow_classifier" in plugins and "sfc" in plugins) is enabled
+    assert (server.has_section("sfc") and server["sfc"]["drivers"] == "ovs"
+            and server["flowclassifier"]["drivers"] == "ovs") is enabled
+    inv = inventory.load(str(ROOT / "tools/nfvcat/devcloud/inventory.yaml"))
+    for c in computes.site_layout(inv):
+        agent = _ini(computes.agent_confs(state, c)["ovs"])
+        assert (agent["agent"].get("extensions") == "sfc" and agent["agent"]["tunnel_types"] == "vxlan") is enabled
+        assert agent["ovs"]["tunnel_bridge"] == f"br-tun{c.suffix}"
+        sriov = _ini(computes.agent_confs(state, c)["sriov"])
+        assert "extensions" not in sriov["agent"]
+
+
+def test_networking_sfc_migrations_after_neutrons(tmp_path: Path) -> None:
+    from nfvcat.devcloud import bootstrap
+
+    (tmp_path / "secrets.json").write_text('{"db": "x", "admin": "x", "glance": "x", "placement": "x", '
+                                           '"nova": "x", "neutron": "x", "heat": "x", "tacker": "x"}')
+    steps = [argv for key, group in bootstrap.db_syncs(State(tmp_path)).items() if "neutron" in key
+             for argv, _ in group]
+    assert len(steps) == 2 and steps[0][-2:] == ["upgrade", "heads"]
+    assert steps[1][-4:] == ["--subproject", "networking-sfc", "upgrade", "head"]
+
+
+def test_the_simulated_hypervisor_plugs_ovs_vifs_as_os_vif_would() -> None:
+    from nfvcat.devcloud import fakevirt
+
+    base = {"id": "p1", "address": "fa:16:3e:00:00:01", "devname": "vhup1", "network": {"bridge": "br-int"}}
+    vhu = {**base, "type": "vhostuser", "details": {"vhostuser_ovs_plug": True, "vhostuser_mode": "server",
+                                                     "vhostuser_socket": "/run/vhu/vhup1", "bridge_name": "br-int1"}}
+    argv = fakevirt.plug_argv(vhu, "i1")
+    assert argv is not None and argv[:4] == ["--may-exist", "add-port", "br-int1", "vhup1"]
+    assert "type=dpdkvhostuserclient" in argv and "options:vhost-server-path=/run/vhu/vhup1" in argv
+    assert {"external-ids:iface-id=p1", "external-ids:attached-mac=fa:16:3e:00:00:01",
+            "external-ids:iface-status=active", "external-ids:vm-uuid=i1"} <= set(argv)
+    ovs = fakevirt.plug_argv({**base, "type": "ovs", "devname": "tapp1", "details": {}}, "i1")
+    assert ovs is not None and ovs[2:4] == ["br-int", "tapp1"] and "type=internal" in ovs
+    assert fakevirt.plug_argv({**base, "type": "hw_veb", "details": {}}, "i1") is None  # SR-IOV: no OVS port

@@ -7,6 +7,8 @@ import json
 import subprocess
 from pathlib import Path
 
+import yaml
+
 from nfvcat import release_artifacts
 from nfvcat.cli import main
 from nfvcat.errors import EXIT_OK
@@ -38,8 +40,9 @@ def test_release_writes_the_artefacts(cat: Path, tmp_path: Path) -> None:  # noq
                  "--sign-cert", str(cert)]) == EXIT_OK
     names = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
     v = recipe.load("vrouter", cat).version
+    version = yaml.safe_load((cat / "vnfd" / "vnf-vrouter" / "entry.yaml").read_text())["version"]
     assert names == ["SHA256SUMS", f"images/vrouter-{v}.cdx.json", f"images/vrouter-{v}.qcow2",
-                     "packages/vnf-vrouter-1.2.0.zip"]
+                     f"packages/vnf-vrouter-{version}.zip"]
     assert (out / "images" / f"vrouter-{v}.qcow2").read_bytes() == STAND_IN
     check = subprocess.run(["sha256sum", "-c", "SHA256SUMS"], cwd=out, capture_output=True, text=True)
     assert check.returncode == 0 and check.stdout.count(": OK") == 3, check.stdout + check.stderr

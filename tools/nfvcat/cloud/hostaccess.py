@@ -1,5 +1,6 @@
 """What ``nfvcat check`` can only learn on the compute host, never through an API: the pCPUs of an instance's
-emulator threads and the PCI devices Nova allocated for its SR-IOV ports.
+emulator threads, the PCI devices Nova allocated for its SR-IOV ports, and (:class:`SwitchAccess`, the dev cloud
+only) the OpenFlow flows and groups on a host's integration bridge.
 
 Two sources (``check --host-access``):
 - ``devcloud``: the dev cloud's own recorded state (its state directory; Nova's database: ``instance_extra``
@@ -14,7 +15,7 @@ import json
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from nfvcat.errors import EXIT_ENGINE, UserError
 
@@ -33,6 +34,21 @@ class HostAccess(Protocol):
 
     def facts(self, server_id: str, host: str | None) -> HostFacts | None:
         """None when this source does not know the instance."""
+
+
+@runtime_checkable
+class SwitchAccess(Protocol):
+    """A host access that can read a compute host's Open vSwitch."""
+    name: str
+
+    def knows(self, host: str) -> bool:
+        """Whether this source reaches the switch of ``host``."""
+
+    def ofport(self, host: str, port_id: str) -> int | None:
+        """The OpenFlow port number of Neutron port ``port_id`` (external-ids:iface-id) on the host's switch."""
+
+    def openflow(self, host: str, bridge: str, what: str) -> str | None:
+        """``ovs-ofctl -O OpenFlow13 --no-names <what> <bridge>`` (dump-flows, dump-groups) on the host."""
 
 
 def _cpus(text: str) -> set[int]:
@@ -98,6 +114,23 @@ class DevcloudState:
         self.password = str(json.loads(secrets.read_text())["db"])
         self.name = f"dev cloud state in {root}"
         self._db: Any = None
+        self.root = root
+        self._switches: DevcloudSwitches | None = None
+
+    @property
+    def switches(self) -> DevcloudSwitches:
+        if self._switches is None:
+            self._switches = DevcloudSwitches(self.root)
+        return self._switches
+
+    def knows(self, host: str) -> bool:
+        return self.switches.knows(host)
+
+    def ofport(self, host: str, port_id: str) -> int | None:
+        return self.switches.ofport(host, port_id)
+
+    def openflow(self, host: str, bridge: str, what: str) -> str | None:
+        return self.switches.openflow(host, bridge, what)
 
     def query(self, sql: str, *args: Any) -> list[tuple[Any, ...]]:
         import pymysql
@@ -135,6 +168,49 @@ class DevcloudState:
             "SELECT address FROM pci_devices WHERE instance_uuid=%s AND deleted=0 AND status='allocated' "
             "ORDER BY address", server_id)]
         return facts
+
+
+class DevcloudSwitches:
+    """The Open vSwitch instances of the dev cloud's compute hosts (one per inventory host, nfvcat.devcloud.computes),
+    read with ovs-vsctl and ovs-ofctl on their run directories."""
+
+    def __init__(self, root: Path) -> None:
+        from nfvcat.cloud.placement_check import load_inventory
+        from nfvcat.devcloud import computes
+        from nfvcat.devcloud.state import State
+
+        self.state = State(root)
+        self.computes = {c.name: c for c in computes.site_layout(load_inventory(None))}
+
+    def knows(self, host: str) -> bool:
+        return host in self.computes and (self.computes[host].ovs_run(self.state) / "db.sock").exists()
+
+    def _run(self, host: str, argv: list[str]) -> str | None:
+        import os
+        import subprocess
+
+        from nfvcat.devcloud import computes
+
+        if not self.knows(host):
+            return None
+        env = {**os.environ, **computes.ovs_env(self.state, self.computes[host])}
+        try:
+            res = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=30, check=False)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise UserError(f"--host-access devcloud: {argv[0]} on {host}: {exc}", EXIT_ENGINE) from None
+        if res.returncode != 0:
+            raise UserError(f"--host-access devcloud: {' '.join(argv[:4])} on {host}: {res.stderr.strip()[:300]}",
+                            EXIT_ENGINE)
+        return res.stdout
+
+    def ofport(self, host: str, port_id: str) -> int | None:
+        out = self._run(host, ["ovs-vsctl", "--timeout=10", "--bare", "--columns=ofport", "find", "Interface",
+                               f"external_ids:iface-id={port_id}"])
+        numbers = [int(x) for x in (out or "").split() if x.lstrip("-").isdigit() and int(x) > 0]
+        return numbers[0] if numbers else None
+
+    def openflow(self, host: str, bridge: str, what: str) -> str | None:
+        return self._run(host, ["ovs-ofctl", "-O", "OpenFlow13", "--no-names", what, bridge])
 
 
 def open_access(spec: str | None) -> HostAccess | None:

@@ -1,4 +1,5 @@
-"""``nfvcat check``: is each VNF of a deployed chain bound and placed as its flavor and ports demand?
+"""``nfvcat check``: is each VNF of a deployed chain bound and placed as its flavor and ports demand? (And,
+for a stack with a server group, is it redundant: :mod:`nfvcat.cloud.redundancy_check`.)
 
 Per server (GET /servers/{id}/topology, microversion 2.78): guest NUMA cells; every vCPU the policy pins
 (all for ``dedicated``, those of ``hw:cpu_dedicated_mask`` for ``mixed``, none for ``shared``) pinned, each
@@ -48,16 +49,21 @@ class Verdict:
                 "detail": self.detail}
 
 
-def servers_of(conn: Any, stack_name: str) -> list[tuple[str, str]]:
-    """(VNF name, server id) for every OS::Nova::Server of the stack and its nested stacks."""
+def stack_resources(conn: Any, stack_name: str) -> list[dict[str, Any]]:
+    """Every resource of the stack and its nested stacks (Heat's list, nested_depth 5)."""
     body = call(conn.orchestration, "GET", f"/stacks/{stack_name}/resources?nested_depth=5",
                 f"stack {stack_name} resources", ok=(200, 404))
     if body is None:
         from nfvcat.errors import UserError
 
         raise UserError(f"no stack {stack_name}", 1)
+    return list(body.get("resources", []))
+
+
+def servers_of(conn: Any, stack_name: str) -> list[tuple[str, str]]:
+    """(VNF name, server id) for every OS::Nova::Server of the stack and its nested stacks."""
     out = []
-    for r in body.get("resources", []):
+    for r in stack_resources(conn, stack_name):
         if r.get("resource_type") == "OS::Nova::Server" and r.get("physical_resource_id"):
             parent = r.get("parent_resource") or r["resource_name"]
             out.append((str(parent), str(r["physical_resource_id"])))
@@ -456,10 +462,12 @@ def load_inventory(path: str | None) -> inventory_mod.Inventory:
 
 def check_stack(conn: Any, stack_name: str, inv: inventory_mod.Inventory | None,
                 access: HostAccess | None = None) -> list[Verdict]:
+    from nfvcat.cloud import redundancy_check, sfc_check
+
     checker = Checker(conn, inv, access)
     for vnf, sid in servers_of(conn, stack_name):
         checker.server(vnf, sid)
-    return checker.verdicts
+    return checker.verdicts + sfc_check.check(conn, stack_name, access) + redundancy_check.check(conn, stack_name)
 
 
 def text_table(verdicts: list[Verdict]) -> str:

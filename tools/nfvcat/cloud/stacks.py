@@ -223,12 +223,18 @@ def cleanup(stacks: Stacks, name: str, sid: str, timeout: float) -> None:
 # what a deleted stack's resources are looked up by, to prove they are gone
 LEAK_PATHS = {"OS::Nova::Server": ("compute", "/servers/{}"), "OS::Neutron::Port": ("network", "/ports/{}"),
               "OS::Neutron::Net": ("network", "/networks/{}"), "OS::Cinder::Volume": ("block_storage", "/volumes/{}"),
-              "OS::Nova::Flavor": ("compute", "/flavors/{}")}
+              "OS::Nova::Flavor": ("compute", "/flavors/{}"),
+              "OS::Nova::ServerGroup": ("compute", "/os-server-groups/{}"),
+              "OS::Neutron::PortPair": ("network", "/sfc/port_pairs/{}"),
+              "OS::Neutron::PortPairGroup": ("network", "/sfc/port_pair_groups/{}"),
+              "OS::Neutron::FlowClassifier": ("network", "/sfc/flow_classifiers/{}"),
+              "OS::Neutron::PortChain": ("network", "/sfc/port_chains/{}")}
 
 
 def delete_and_verify(conn: Any, stacks: Stacks, name: str, timeout: float) -> list[str] | None:
     """Delete the stack; None if there was none, else what still exists of its servers, ports, networks,
-    volumes and flavors. A resource whose API cannot be asked is an error (exit 3), never "gone"."""
+    volumes, flavors, server groups and networking-sfc resources. A resource whose API cannot be asked is an
+    error (exit 3), never "gone"."""
     cur = stacks.find(name)
     if cur is None:
         return None

@@ -107,6 +107,7 @@ def db_syncs(state: State) -> dict[str, list[tuple[list[str], str]]]:
     b = state.venv_bin
     e = state.etc
     nova = ["--config-file", str(e / "nova/nova.conf")]
+    neutron = ["--config-file", str(e / "neutron/neutron.conf"), "--config-file", str(e / "neutron/ml2_conf.ini")]
     return {
         "keystone": [([str(b / "keystone-manage"), "--config-file", str(e / "keystone/keystone.conf"), *cmd],
                       f"keystone-manage {cmd[0]}") for cmd in (
@@ -125,8 +126,11 @@ def db_syncs(state: State) -> dict[str, list[tuple[list[str], str]]]:
              "nova-manage cell_v2 create_cell"),
             ([str(b / "nova-manage"), *nova, "db", "sync"], "nova-manage db sync"),
         ],
-        "neutron": [([str(b / "neutron-db-manage"), "--config-file", str(e / "neutron/neutron.conf"), "--config-file",
-                      str(e / "neutron/ml2_conf.ini"), "upgrade", "heads"], "neutron-db-manage upgrade heads")],
+        # the key names the marker: a state directory synced before networking-sfc gets its tables on the next up
+        "neutron+sfc": [
+            ([str(b / "neutron-db-manage"), *neutron, "upgrade", "heads"], "neutron-db-manage upgrade heads"),
+            ([str(b / "neutron-db-manage"), *neutron, "--subproject", "networking-sfc", "upgrade", "head"],
+             "neutron-db-manage --subproject networking-sfc upgrade head")],
         "heat": [([str(b / "heat-manage"), "--config-file", str(e / "heat/heat.conf"), "db_sync"],
                   "heat-manage db_sync")],
     }

@@ -120,7 +120,12 @@ def agent_confs(state: State, c: Compute) -> dict[str, Path]:
     (state.run / "vhu" / c.name).mkdir(parents=True, exist_ok=True)
     ovs = configs.write(d / f"openvswitch_agent-{c.name}.ini", {
         **agent_ini,
-        "ovs": {"bridge_mappings": ",".join(f"{p}:{b}" for p, b in c.bridges().items()),
+        # networking-sfc's agent extension programs br-int and needs a tunnel bridge (it fails to start without
+        # one): VXLAN from the loopback address (every host has the same one: no tunnel carries traffic between hosts)
+        "agent": {**agent_ini["agent"], **({"extensions": "sfc", "tunnel_types": "vxlan"} if configs.sfc_enabled()
+                                           else {})},
+        "ovs": {"local_ip": HOST, "tunnel_bridge": f"br-tun{c.suffix}",
+                "bridge_mappings": ",".join(f"{p}:{b}" for p, b in c.bridges().items()),
                 "datapath_type": "netdev", "vhostuser_socket_dir": str(state.run / "vhu" / c.name),
                 "ovsdb_connection": f"unix:{c.ovs_run(state) / 'db.sock'}", "of_listen_address": HOST,
                 "of_listen_port": OF_PORT_BASE + c.position, "integration_bridge": c.integration_bridge},

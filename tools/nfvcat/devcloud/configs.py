@@ -164,6 +164,20 @@ def write_multi(path: Path, ini: Ini) -> Path:
     return path
 
 
+# networking-sfc (service plugins flow_classifier and sfc in neutron.conf), with its OVS drivers; its tables come
+# from `neutron-db-manage --subproject networking-sfc upgrade head` (bootstrap.db_syncs)
+SFC_DRIVERS: Ini = {"sfc": {"drivers": "ovs"}, "flowclassifier": {"drivers": "ovs"}}
+SFC_ENV = "NFVCAT_DEVCLOUD_SFC"
+
+
+def sfc_enabled() -> bool:
+    """networking-sfc on (the default), or off with NFVCAT_DEVCLOUD_SFC=0 (a smaller dev cloud; what its cost is
+    measured against)."""
+    import os
+
+    return os.environ.get(SFC_ENV, "1") != "0"
+
+
 def neutron(state: State) -> dict[str, Path]:
     """The Neutron server's configuration (the agents': nfvcat.devcloud.computes)."""
     d = state.etc / "neutron"
@@ -171,7 +185,8 @@ def neutron(state: State) -> dict[str, Path]:
     (d / "api-paste.ini").write_text((state.venv / "etc/neutron/api-paste.ini").read_text())
     helper = f"{state.venv_bin / 'privsep-helper'}"
     server = write(d / "neutron.conf", {
-        "DEFAULT": {**common(state, "neutron"), "core_plugin": "ml2", "service_plugins": "qos",
+        "DEFAULT": {**common(state, "neutron"), "core_plugin": "ml2",
+                    "service_plugins": "qos,flow_classifier,sfc" if sfc_enabled() else "qos",
                     "auth_strategy": "keystone", "api_paste_config": str(d / "api-paste.ini"),
                     "api_workers": 1, "rpc_workers": 1, "rpc_state_report_workers": 1,
                     "notify_nova_on_port_status_changes": True, "notify_nova_on_port_data_changes": True,
@@ -183,9 +198,12 @@ def neutron(state: State) -> dict[str, Path]:
         "oslo_concurrency": {"lock_path": str(state.lib / "neutron/lock")},
         "agent": {"root_helper": "", "root_helper_daemon": ""},
         "privsep": {"helper_command": helper},
+        **(SFC_DRIVERS if sfc_enabled() else {}),
     })
     ml2 = write(d / "ml2_conf.ini", {
-        "ml2": {"type_drivers": "flat,vlan", "tenant_network_types": "", "mechanism_drivers":
+        # vxlan: networking-sfc's OVS agent extension needs the agents' tunnel bridge (see computes.agent_confs),
+        # and its OVS driver steers only ports of VXLAN networks (admin networks with an explicit VNI)
+        "ml2": {"type_drivers": "flat,vlan,vxlan", "tenant_network_types": "", "mechanism_drivers":
                 "openvswitch,sriovnicswitch", "extension_drivers": "port_security,qos"},
         "ml2_type_vlan": {"network_vlan_ranges": vlan_ranges()},
         "ml2_type_flat": {"flat_networks": "*"},

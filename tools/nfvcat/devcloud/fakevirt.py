@@ -8,7 +8,11 @@ What it reports: the host's NUMA topology (cells, thread siblings, dedicated and
 pages), PCI devices (PFs and VFs with NUMA node, physnet's PF netdev as ``parent_ifname``), VCPU/PCPU/MEMORY_MB
 /DISK_GB inventory for Placement. Scheduling, claims, pinning, page and PCI allocation stay Nova's code.
 With ``NFVCAT_DEVCLOUD_CONFIG_DRIVE=1`` spawn writes the config drive Nova would build into the instance
-directory (Nova's InstanceMetadata + ConfigDriveBuilder); nothing else is spawned.
+directory (Nova's InstanceMetadata + ConfigDriveBuilder). Each OVS VIF (vif_type ``ovs`` or ``vhostuser``) is
+plugged into its host's integration bridge as os-vif would (an ``internal`` or vhost-user port, named by Neutron's
+devname, with ``external-ids`` iface-id, attached-mac, iface-status and vm-uuid), so the Open vSwitch agent wires
+it (local VLAN, port ACTIVE) and extensions such as networking-sfc program flows for it; unplugged on destroy.
+Nothing else is spawned: no guest is behind those ports.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import subprocess
 import time
 import uuid
 from typing import Any
@@ -159,6 +164,17 @@ class InventoryDriver(fake.FakeDriver):
                       accel_info=accel_info)
         if os.environ.get("NFVCAT_DEVCLOUD_CONFIG_DRIVE") == "1" and instance.config_drive:
             self._config_drive(context, instance, injected_files, admin_password, network_info)
+        for vif in network_info or []:
+            argv = plug_argv(vif, instance.uuid)
+            if argv:
+                _vsctl(argv, f"plug {vif['id']}")
+
+    def destroy(self, context: Any, instance: Any, network_info: Any, block_device_info: Any = None,
+                destroy_disks: bool = True, destroy_secrets: bool = True) -> None:
+        for vif in network_info or []:
+            if plug_argv(vif, instance.uuid):
+                _vsctl(["--if-exists", "del-port", vif_bridge(vif), vif["devname"]], f"unplug {vif['id']}")
+        self._destroy(context, instance, network_info, block_device_info, destroy_disks, destroy_secrets)
 
     def _config_drive(self, context: Any, instance: Any, injected_files: Any, admin_password: Any,
                       network_info: Any) -> None:
@@ -176,11 +192,48 @@ class InventoryDriver(fake.FakeDriver):
         except Exception as exc:  # optional: a drive that cannot be built never fails the (simulated) boot
             LOG.warning("config drive of %s not written: %s", instance.uuid, exc)
 
-    def destroy(self, context: Any, instance: Any, network_info: Any, block_device_info: Any = None,
-                destroy_disks: bool = True, destroy_secrets: bool = True) -> None:
+    def _destroy(self, context: Any, instance: Any, network_info: Any, block_device_info: Any = None,
+                 destroy_disks: bool = True, destroy_secrets: bool = True) -> None:
         super().destroy(context, instance, network_info, block_device_info, destroy_disks, destroy_secrets)
         inst_dir = os.path.join(CONF.instances_path, instance.uuid)
         if os.path.isdir(inst_dir):
             import shutil
 
             shutil.rmtree(inst_dir, ignore_errors=True)
+
+
+def vif_bridge(vif: Any) -> str:
+    """The integration bridge Neutron bound the VIF to (the agent's, in vif_details), else the network's."""
+    return str((vif.get("details") or {}).get("bridge_name") or (vif.get("network") or {}).get("bridge") or "br-int")
+
+
+def plug_argv(vif: Any, instance_uuid: str) -> list[str] | None:
+    """ovs-vsctl arguments adding the VIF to its bridge as os-vif's ovs plugin would, None for a VIF that is no
+    OVS port (SR-IOV and the like)."""
+    details = vif.get("details") or {}
+    kind = vif.get("type")
+    name = vif.get("devname")
+    if not name or kind not in ("ovs", "vhostuser") or (kind == "vhostuser" and not details.get("vhostuser_ovs_plug")):
+        return None
+    iface = ["type=internal"]
+    if kind == "vhostuser":
+        if details.get("vhostuser_mode") == "server":  # QEMU the server, OVS the client
+            iface = ["type=dpdkvhostuserclient", f"options:vhost-server-path={details.get('vhostuser_socket')}"]
+        else:
+            iface = ["type=dpdkvhostuser"]
+    return ["--may-exist", "add-port", vif_bridge(vif), name, "--", "set", "Interface", name, *iface,
+            f"external-ids:iface-id={vif['id']}", "external-ids:iface-status=active",
+            f"external-ids:attached-mac={vif.get('address')}", f"external-ids:vm-uuid={instance_uuid}"]
+
+
+def _vsctl(args: list[str], what: str) -> None:
+    """ovs-vsctl on this compute's switch (OVS_RUNDIR in nova-compute's environment); a failure is logged, the
+    simulated boot goes on."""
+    try:
+        res = subprocess.run(["ovs-vsctl", "--timeout=10", *args], capture_output=True, text=True, timeout=30,
+                             check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        LOG.warning("%s: ovs-vsctl: %s", what, exc)
+        return
+    if res.returncode != 0:
+        LOG.warning("%s: ovs-vsctl failed: %s", what, res.stderr.strip())
