@@ -49,9 +49,9 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tools"))
 
 from nfvcat.day0 import chain as c  # noqa: E402
-from nfvcat.day0.image import ensure_image  # noqa: E402
 from nfvcat.day0.netns import Lab, run  # noqa: E402
-from nfvcat.day0.vmpair import boot_pair  # noqa: E402
+from nfvcat.day0.vmpair import IMAGE, boot_pair  # noqa: E402
+from nfvcat.images import lab as lab_images  # noqa: E402
 
 NO_TABLES = ("table netdev vrouter_l2\ndelete table netdev vrouter_l2\n"
              "table inet vrouter_l3\ndelete table inet vrouter_l3\n"
@@ -391,9 +391,9 @@ def namespace_chain(lab: Lab, work: Path, args: argparse.Namespace) -> None:
 
 def vm_tier(lab: Lab, work: Path) -> None:
     t0 = time.monotonic()
-    image = ensure_image()
-    built = f"built in {image.built_seconds:.0f} s" if image.built_seconds else "from cache"
-    print(f"guest image: {built} ({time.monotonic() - t0:.0f} s)")
+    image = lab_images.image(IMAGE, print)
+    built = f"built in {image.seconds:.0f} s" if image.seconds else "from cache"
+    print(f"guest image {IMAGE} {image.recipe.version}: {built} ({time.monotonic() - t0:.0f} s)")
     pair = boot_pair(lab, image, work)
     for side, vm in pair.vms.items():
         m = vm.wait_for(r"NFVCAT-PROBE tunnel-up uptime=([\d.]+)", 900)

@@ -1,6 +1,9 @@
 """Every image entry: two builds from the same lock give the same sha256 (the second from scratch, the
 first too unless the lock's build is cached), equal to the committed lock's when the mirror still serves
-its versions; the image boots under UEFI and cloud-init reports done without errors (locale included).
+its versions; the image boots under UEFI (OVMF, as a cloud with hw_firmware_type=uefi boots it) and
+cloud-init reports done without errors: no module error in its verdict, no WARNING or Traceback in its
+logs, the locale set; sshd runs, no systemd unit failed, and each image's own software is there and runs
+(FRR and keepalived on vrouter, charon-systemd answering swanctl on ipsec-gw).
 
 The test works on a copy of the catalog, so a mirror that moved on never rewrites the repository's lock."""
 
@@ -49,8 +52,22 @@ def test_two_builds_give_the_same_image(name: str, catalog: Path) -> None:
               + "; ".join(build.package_changes(committed.packages, first.lock.packages)[:10]))
 
 
+# What each image must run or hold once booted, beyond cloud-init's verdict: shell commands that must exit 0.
+EXPECTED: dict[str, dict[str, str]] = {
+    "vrouter": {"frr": "systemctl is-active frr.service && vtysh -c 'show version' | grep -q FRRouting",
+                "keepalived": "keepalived --version 2>&1 | grep -q Keepalived && "
+                              "systemctl cat keepalived.service >/dev/null",
+                "qemu-guest-agent": "dpkg-query -W qemu-guest-agent"},
+    "ipsec-gw": {"charon-systemd": "systemctl is-active strongswan.service && pgrep -x charon-systemd",
+                 "swanctl": "swanctl --stats | grep -q 'uptime'"},
+}
+COMMON = {"sshd": "systemctl is-active ssh.service",
+          "nftables": "nft list ruleset >/dev/null",
+          "failed-units": "test -z \"$(systemctl list-units --failed --plain --no-legend)\""}
+
+# Test instrumentation, delivered as day-0 data (NoCloud seed): once cloud-init is done, its verdict, every
+# WARNING/Traceback line of its logs, the locale and each check's exit status go to the serial console.
 SEED_USER_DATA = """#cloud-config
-# test instrumentation, delivered as day-0 data: the console gets cloud-init's verdict once it is done
 write_files:
   - path: /usr/local/sbin/nfvcat-verdict
     permissions: '0755'
@@ -59,11 +76,28 @@ write_files:
       cloud-init status --wait >/dev/null 2>&1
       cloud-init status --long > /dev/ttyS0 2>&1
       echo "NFVCAT-RESULT $(tr -d '\\n' < /run/cloud-init/result.json)" > /dev/ttyS0
-      echo "NFVCAT-LOCALE $(grep ^LANG= /etc/default/locale)" > /dev/ttyS0
+      echo "NFVCAT-LOCALE $(grep ^LANG= /etc/default/locale) $(locale 2>&1 | grep -c 'Cannot set')" > /dev/ttyS0
+      grep -h -E 'WARNING|Traceback' /var/log/cloud-init.log /var/log/cloud-init-output.log \\
+        | sed 's/^/NFVCAT-LOG /' > /dev/ttyS0
+      echo "NFVCAT-LOG-LINES $(cat /var/log/cloud-init.log /var/log/cloud-init-output.log \\
+        | grep -c -E 'WARNING|Traceback')" > /dev/ttyS0
+      while read -r name cmd; do
+        out=$(sh -c "$cmd" 2>&1 </dev/null); rc=$?
+        echo "NFVCAT-CHECK $name rc=$rc $(echo "$out" | tr '\\n' ' ' | cut -c1-300)" > /dev/ttyS0
+      done < /usr/local/etc/nfvcat-checks
       echo NFVCAT-BOOT-DONE > /dev/ttyS0
+  - path: /usr/local/etc/nfvcat-checks
+    permissions: '0644'
+    content: |
+{checks}
 runcmd:
   - [systemd-run, --no-block, /usr/local/sbin/nfvcat-verdict]
 """
+
+
+def seed_user_data(name: str) -> str:
+    checks = {**COMMON, **EXPECTED[name]}
+    return SEED_USER_DATA.replace("{checks}", "".join(f"      {k} {v}\n" for k, v in checks.items()).rstrip("\n"))
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -72,7 +106,7 @@ def test_image_boots_and_cloud_init_is_done_without_errors(name: str, catalog: P
     built = build.build(r, print, root=catalog)  # the cached build of the test above
     seed = tmp_path / "seed"
     seed.mkdir()
-    (seed / "user-data").write_text(SEED_USER_DATA)
+    (seed / "user-data").write_text(seed_user_data(name))
     (seed / "meta-data").write_text(f"instance-id: nfvcat-test-{name}\nlocal-hostname: {name}\n")
     iso = tmp_path / "seed.iso"
     subprocess.run(["genisoimage", "-quiet", "-o", str(iso), "-V", "cidata", "-J", "-r", str(seed)], check=True)
@@ -111,4 +145,11 @@ def test_image_boots_and_cloud_init_is_done_without_errors(name: str, catalog: P
     assert m, text[-3000:]
     result = json.loads(m.group(1))["v1"]
     assert result["errors"] == [], result
-    assert "invalid locale settings" not in text and "NFVCAT-LOCALE LANG=en_US.UTF-8" in text
+    assert "invalid locale settings" not in text and "NFVCAT-LOCALE LANG=en_US.UTF-8 0" in text, text[-3000:]
+    log_lines = re.findall(r"(?m)^NFVCAT-LOG (.*)$", text)
+    assert re.search(r"(?m)^NFVCAT-LOG-LINES 0\s*$", text) and not log_lines, log_lines  # cloud-init's logs
+    checks = dict(re.findall(r"(?m)^NFVCAT-CHECK (\S+) rc=(\d+)", text))
+    expected = {**COMMON, **EXPECTED[name]}
+    assert set(checks) == set(expected), (checks, text[-3000:])
+    failed = {k: line for k, line in re.findall(r"(?m)^NFVCAT-CHECK (\S+) (rc=[1-9].*)$", text)}
+    assert not failed, failed

@@ -51,7 +51,7 @@ ONBOARD = ("onboard", "--only", "flavors", "--only", "networks", "--only", "pack
 
 
 def catalog_images() -> list[str]:
-    """The Glance names the catalog's entries reference (nfvcat-vrouter-1.0.0, ...)."""
+    """The Glance names the catalog's entries reference (nfvcat-vrouter-1.1.0, ...)."""
     from nfvcat.images import refs
 
     return [str(i["name"]) for i in refs.glance_images(ROOT)]

@@ -67,7 +67,7 @@ def traffic_source(conn: Any, sfc_networks: None) -> Iterator[Any]:
     port = conn.network.create_port(name=SOURCE, network_id=net.id)
     server = None
     try:
-        image = conn.image.find_image("nfvcat-vrouter-1.0.0")
+        image = conn.image.find_image("nfvcat-vrouter-1.1.0")
         flavor = conn.compute.find_flavor("nfv.dpdk")
         server = conn.compute.create_server(name=SOURCE, image_id=image.id, flavor_id=flavor.id,
                                             networks=[{"port": port.id}])

@@ -70,6 +70,15 @@ def test_vnfd_sw_image_data_is_generated(cat: Path) -> None:
     assert "size_of_storage: 4 GiB" in new  # only sw_image_data is touched
 
 
+def test_vnfd_sw_image_data_naming_no_reference_is_an_error(cat: Path) -> None:
+    info = refs.image_entries(cat)["demo"]
+    text = VNFD.format(hash="5f3c1a9e" * 8)
+    assert refs.unreferenced_vnfd_images(text, {"demo-1.0.0": info}) == []
+    stale = text.replace("name: demo-1.0.0", "name: demo-0.9.0")  # the image bumped in entry.yaml only
+    assert refs.unreferenced_vnfd_images(stale, {"demo-1.0.0": info}) == ["demo-0.9.0"]
+    assert refs.sync_vnfd_text(stale, {"demo-1.0.0": info}) == stale  # nothing would ever regenerate it
+
+
 def _e0014(path: Path) -> list[str]:
     doc = documents.read(str(path))
     return [f.message for f in ImageChecksum().check(doc, Context())]

@@ -22,6 +22,7 @@ from nfvcat.packaging.csar import build as package
 from tests.conftest import ROOT
 
 STAND_IN = b"QFI\xfb stand-in for the vrouter image\n"
+VERSION = recipe.load("vrouter", ROOT).version  # the image entry's version (the file name in the package)
 
 
 @pytest.fixture()
@@ -47,14 +48,14 @@ def cat(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def test_with_image(cat: Path, tmp_path: Path) -> None:
     path = package(cat / "vnfd" / "vnf-vrouter", tmp_path / "out", with_image=True)
     with zipfile.ZipFile(path) as zf:
-        member = "Files/images/vrouter-1.0.0.qcow2"
+        member = f"Files/images/vrouter-{VERSION}.qcow2"
         assert zf.read(member) == STAND_IN and zf.getinfo(member).compress_type == zipfile.ZIP_STORED
         manifest = zf.read("vnf-vrouter.mf").decode()
         df = yaml.safe_load(zf.read("Definitions/vnf-vrouter_df_default.yaml"))
     assert re.search(rf"Source: {member}\nAlgorithm: SHA-256\nHash: {hashlib.sha256(STAND_IN).hexdigest()}", manifest)
     node = df["topology_template"]["node_templates"]["VDU_VROUTER"]
     assert node["artifacts"] == {"sw_image": {"type": "tosca.artifacts.nfv.SwImage",
-                                              "file": "../Files/images/vrouter-1.0.0.qcow2"}}
+                                              "file": f"../Files/images/vrouter-{VERSION}.qcow2"}}
     assert node["properties"]["sw_image_data"]["checksum"]["hash"] == hashlib.sha256(STAND_IN).hexdigest()
     without = package(cat / "vnfd" / "vnf-vrouter", tmp_path / "plain")
     with zipfile.ZipFile(without) as zf:
@@ -74,5 +75,6 @@ def test_a_tampered_build_is_not_packaged(cat: Path, tmp_path: Path) -> None:
 
 def test_an_unbuilt_image_is_an_error(cat: Path, tmp_path: Path) -> None:
     shutil.rmtree(build.cache_dir())
-    with pytest.raises(UserError, match=r"images/vrouter 1.0.0 is not built here: run `nfvcat image build vrouter`"):
+    with pytest.raises(UserError,
+                       match=rf"images/vrouter {VERSION} is not built here: run `nfvcat image build vrouter`"):
         package(cat / "vnfd" / "vnf-vrouter", tmp_path / "out", with_image=True)

@@ -39,10 +39,11 @@ def test_release_writes_the_artefacts(cat: Path, tmp_path: Path) -> None:  # noq
     assert main(["release", "--root", str(cat), "--no-tag", "-o", str(out), "--sign-key", str(key),
                  "--sign-cert", str(cert)]) == EXIT_OK
     names = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
+    v = recipe.load("vrouter", cat).version
     version = yaml.safe_load((cat / "vnfd" / "vnf-vrouter" / "entry.yaml").read_text())["version"]
-    assert names == ["SHA256SUMS", "images/vrouter-1.0.0.cdx.json", "images/vrouter-1.0.0.qcow2",
+    assert names == ["SHA256SUMS", f"images/vrouter-{v}.cdx.json", f"images/vrouter-{v}.qcow2",
                      f"packages/vnf-vrouter-{version}.zip"]
-    assert (out / "images" / "vrouter-1.0.0.qcow2").read_bytes() == STAND_IN
+    assert (out / "images" / f"vrouter-{v}.qcow2").read_bytes() == STAND_IN
     check = subprocess.run(["sha256sum", "-c", "SHA256SUMS"], cwd=out, capture_output=True, text=True)
     assert check.returncode == 0 and check.stdout.count(": OK") == 3, check.stdout + check.stderr
     assert (cat / "RELEASES.yaml").is_file()

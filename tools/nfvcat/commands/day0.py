@@ -32,6 +32,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     options.add_environments(common)
     options.add_parameters(common, "template parameter, or RESOURCE.ATTR=VALUE for a get_attr (repeatable)")
     common.add_argument("--server", help="the OS::Nova::Server resource (when the template has several)")
+    common.add_argument("--add-cloud-config", action="append", default=[], type=Path, metavar="FILE",
+                        help="a cloud-config merged after the VNF's (user data becomes a MIME multi-part; lists "
+                        "appended, the VNF's keys kept); repeatable")
     r = actions.add_parser("render", parents=[common], help="print the user data, or write all files with -o")
     r.add_argument("-o", "--output-dir", type=Path, metavar="DIR",
                    help="write user_data, network_data.json and meta_data.json into DIR")
@@ -45,8 +48,12 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _render(args: argparse.Namespace) -> Day0:
     from nfvcat.day0.render import render
+    from nfvcat.day0.userdata import read_cloud_config
 
-    return render(args.vnf, args.environment, dict(args.parameter), args.server)
+    added = [(p.name, read_cloud_config(p)) for p in args.add_cloud_config]
+    day0 = render(args.vnf, args.environment, dict(args.parameter), args.server)
+    day0.added_cloud_configs = added
+    return day0
 
 
 def run_render(args: argparse.Namespace) -> int:
@@ -57,7 +64,7 @@ def run_render(args: argparse.Namespace) -> int:
         latest = populate(day0, args.output_dir)
         print(latest)
     elif args.what == "user_data":
-        sys.stdout.write(day0.user_data)
+        sys.stdout.write(day0.delivered_user_data())
     else:
         data = day0.network_data() if args.what == "network_data" else day0.meta_data()
         print(json.dumps(data, indent=2, sort_keys=True))

@@ -74,6 +74,9 @@ def run(args: argparse.Namespace) -> int:
         if item.status == "drift":
             failed += 1
             print(f"{shown}: {what} differ from what the image locks and entry versions give (run `nfvcat docs`)")
+        elif item.status == "error":
+            failed += 1
+            print(f"{shown}: {item.message}", file=sys.stderr)
         else:
             print(f"updated {shown} ({what})")
     if args.check and not failed:

@@ -21,7 +21,7 @@ def populate(day0: Day0, root: Path) -> Path:
     latest.mkdir(parents=True, exist_ok=True)
     write_json(latest / "meta_data.json", day0.meta_data())
     write_json(latest / "network_data.json", day0.network_data())
-    (latest / "user_data").write_text(day0.user_data)
+    (latest / "user_data").write_text(day0.delivered_user_data())
     return latest
 
 

@@ -1,7 +1,7 @@
-"""QEMU guests of the day-0 VM tier: direct kernel boot of the cached image (``root=LABEL=``), a qcow2
-overlay per VM, the config drive as a CD-ROM, virtio NICs on taps inside a namespace of the lab, the serial
-console in a file. TCG (``/dev/kvm`` on this kind of host cannot boot a stock kernel) unless
-``NFVCAT_QEMU_ACCEL`` says otherwise."""
+"""QEMU guests of the day-0 VM tier: direct kernel boot of a catalog VNF image (``nfvcat.images.lab``: the
+kernel and initrd beside the cached qcow2, ``root=LABEL=``), a qcow2 overlay per VM, the config drive as a
+CD-ROM, virtio NICs on taps inside a namespace of the lab, the serial console in a file. TCG (``/dev/kvm`` on
+this kind of host cannot boot a stock kernel) unless ``NFVCAT_QEMU_ACCEL`` says otherwise."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from nfvcat.day0.image import ROOT_LABEL, GuestImage
 from nfvcat.day0.netns import Lab, run
+from nfvcat.images.build import Built
 
 
 @dataclass
@@ -62,7 +62,7 @@ class Vm:
             time.sleep(1)
 
 
-def boot(lab: Lab, image: GuestImage, vm: Vm) -> Vm:
+def boot(lab: Lab, image: Built, vm: Vm) -> Vm:
     vm.workdir.mkdir(parents=True, exist_ok=True)
     overlay = vm.workdir / f"{vm.name}.qcow2"
     run(["qemu-img", "create", "-q", "-f", "qcow2", "-F", "qcow2", "-b", str(image.disk), str(overlay)])
@@ -73,7 +73,7 @@ def boot(lab: Lab, image: GuestImage, vm: Vm) -> Vm:
             "-m", str(vm.memory_mib), "-display", "none", "-vga", "none", "-monitor", "none", "-no-reboot",
             "-serial", f"file:{vm.console}",
             "-kernel", str(image.kernel), "-initrd", str(image.initrd),
-            "-append", f"root=LABEL={ROOT_LABEL} ro console=ttyS0,115200 panic=-1",
+            "-append", f"root=LABEL={image.recipe.root_label} ro console=ttyS0,115200 panic=-1",
             "-drive", f"file={overlay},if=none,id=root,format=qcow2,discard=unmap",
             "-device", "virtio-blk-pci,drive=root,serial=root",
             "-drive", f"file={vm.iso},if=none,id=cd0,media=cdrom,readonly=on,format=raw",

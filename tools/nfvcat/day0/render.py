@@ -50,6 +50,13 @@ class Day0:
     user_data: str
     ports: list[Port]
     parameters: dict[str, Any] = field(default_factory=dict)
+    added_cloud_configs: list[tuple[str, str]] = field(default_factory=list)  # (filename, text), merged after
+
+    def delivered_user_data(self) -> str:
+        """What the server gets: the VNF's user data, a MIME multi-part when cloud-configs were added."""
+        from nfvcat.day0.userdata import multipart
+
+        return multipart(self.user_data, self.added_cloud_configs)
 
     @property
     def server_uuid(self) -> str:

@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from nfvcat.day0 import chain as c
-from nfvcat.day0.image import GuestImage
 from nfvcat.day0.netns import Lab
 from nfvcat.day0.qemu import Nic, Vm, boot
 from nfvcat.day0.render import render
+from nfvcat.images.build import Built
 
 SITE_A_VM_HOST = "10.10.2.10"
 
@@ -32,10 +32,17 @@ class Pair:
     workdir: Path
 
 
+IMAGE = "ipsec-gw"  # the catalog image the gateways boot (images/ipsec-gw)
+
+
 def default_iso(params: dict[str, str], iso: Path) -> None:
+    """The gateway's config drive with the lab's probe (``nfvcat.day0.probe``) merged into its user data."""
+    from nfvcat.day0 import probe
     from nfvcat.day0.configdrive import build_iso
 
-    build_iso(render("vnf-ipsec-gw", parameters=params), iso)
+    day0 = render("vnf-ipsec-gw", parameters=params)
+    day0.added_cloud_configs = [(probe.FILENAME, probe.CLOUD_CONFIG)]
+    build_iso(day0, iso)
 
 
 # Both gateways boot together, as a stack deploys them: hooks/ipsec-gw (1.0.1) re-initiates until its CHILD_SA
@@ -44,7 +51,7 @@ def default_iso(params: dict[str, str], iso: Path) -> None:
 STAGGER: str | None = None
 
 
-def boot_pair(lab: Lab, image: GuestImage, workdir: Path, make_iso: MakeIso = default_iso,
+def boot_pair(lab: Lab, image: Built, workdir: Path, make_iso: MakeIso = default_iso,
               stagger: str | None = STAGGER, stagger_timeout: float = 600) -> Pair:
     net = lab.ns("vmnet")
     for br in ("br-wan", "br-lana", "br-lanb", "br-mgmt"):

@@ -1,0 +1,66 @@
+"""User data with more than the VNF's own cloud-config: a MIME multi-part (``multipart/mixed``, as Heat's
+``OS::Heat::MultipartMime`` makes it) whose first part is the VNF's rendered cloud-config and whose other
+parts are cloud-configs added by whoever deploys it (a site's own settings, a lab's test instrumentation).
+
+cloud-init merges the parts in order. Its default merge replaces lists, so an added ``write_files`` would
+drop the VNF's own files: every added part carries ``Merge-Type: list(append)+dict(no_replace,recurse_list)+str()``
+(cloud-init's per-part merge header), which appends lists and never replaces a key the VNF set.
+The boundary is derived from the content, so the same inputs give the same bytes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import yaml
+
+from nfvcat.errors import EXIT_USAGE, UserError
+
+MERGE_TYPE = "list(append)+dict(no_replace,recurse_list)+str()"
+HEADER = "#cloud-config"
+
+
+def read_cloud_config(path: Path) -> str:
+    """An added cloud-config file's text, checked: ``#cloud-config`` first, a YAML mapping."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UserError(f"{path}: cannot read ({exc.__class__.__name__}: {exc})", EXIT_USAGE) from None
+    check_cloud_config(text, str(path))
+    return text
+
+
+def check_cloud_config(text: str, where: str) -> None:
+    if text.split("\n", 1)[0].rstrip() != HEADER:
+        raise UserError(f"{where}:1: an added cloud-config must start with '{HEADER}'", EXIT_USAGE)
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f":{mark.line + 1}:{mark.column + 1}" if mark is not None else ""
+        raise UserError(f"{where}{line}: not YAML ({getattr(exc, 'problem', None) or exc})", EXIT_USAGE) from None
+    if not isinstance(data, dict):
+        raise UserError(f"{where}:1: an added cloud-config must be a mapping", EXIT_USAGE)
+
+
+def multipart(vnf_user_data: str, added: list[tuple[str, str]]) -> str:
+    """The VNF's user data followed by the ``added`` cloud-configs (filename, text); unchanged without any."""
+    if not added:
+        return vnf_user_data
+    if not vnf_user_data.startswith((HEADER, "#!")):
+        raise UserError("the VNF's user data is neither a cloud-config nor a script: cloud-configs cannot be "
+                        "added to it", EXIT_USAGE)
+    parts = [("vnf-user-data", vnf_user_data, False)] + [(name, text, True) for name, text in added]
+    digest = hashlib.sha256("\0".join(t for _, t, _ in parts).encode()).hexdigest()[:24]
+    boundary = f"==nfvcat-{digest}=="
+    out = [f'Content-Type: multipart/mixed; boundary="{boundary}"', "MIME-Version: 1.0", ""]
+    for name, text, merged in parts:
+        kind = "text/cloud-config" if text.startswith(HEADER) else "text/x-shellscript"
+        out += [f"--{boundary}", f'Content-Type: {kind}; charset="utf-8"', "Content-Transfer-Encoding: 8bit",
+                f'Content-Disposition: attachment; filename="{name}"']
+        if merged:
+            out.append(f"Merge-Type: {MERGE_TYPE}")
+        out += ["", text.rstrip("\n")]
+    out += [f"--{boundary}--", ""]
+    return "\n".join(out)
