@@ -14,10 +14,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                               description=__doc__)
     p.add_argument("chain", help="catalog entry (or stack name, with --stack)")
     p.add_argument("--stack", help="stack name (default: the chain's name)")
-    options.add_cloud(p)
-    options.add_format(p)
-    options.add_inventory(p)
-    options.add_host_access(p)
+    options.add_checked(p, skippable=False)
     p.set_defaults(func=run)
 
 

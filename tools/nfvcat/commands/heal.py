@@ -18,12 +18,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("vnf", help="VNF instance name")
     options.add_via(p, "tacker")
     p.add_argument("--vnfc", required=True, metavar="ID", help="vnfcInstanceId to heal (as Tacker reports it)")
-    p.add_argument("--timeout", type=float, default=900, help="seconds to wait for the LCM operation")
-    p.add_argument("--no-check", action="store_true", help="skip nfvcat check at the end")
-    options.add_cloud(p)
-    options.add_format(p)
-    options.add_inventory(p)
-    options.add_host_access(p)
+    options.add_timeout(p, 900, "the LCM operation")
+    options.add_checked(p)
     p.set_defaults(func=run)
 
 

@@ -39,12 +39,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--secrets", help="YAML file of secret parameters (never echoed)")
     p.add_argument("--day0", choices=["config-drive", "metadata"], default="config-drive",
                    help="day-0 delivery (sets use_config_drive when the template has it)")
-    p.add_argument("--timeout", type=float, default=900, help="seconds to wait for the stack")
-    p.add_argument("--no-check", action="store_true", help="skip nfvcat check at the end")
-    options.add_cloud(p)
-    options.add_format(p)
-    options.add_inventory(p)
-    options.add_host_access(p)
+    options.add_timeout(p, 900, "the stack (or Tacker's LCM operation)")
+    options.add_checked(p)
     p.set_defaults(func=run)
 
 

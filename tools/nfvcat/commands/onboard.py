@@ -26,7 +26,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--image", action="append", default=[], metavar="NAME=FILE",
                    help="the file of one image (NAME: its Glance name or image entry); every file is verified "
                    "against its image lock's sha256 before anything is uploaded")
-    p.add_argument("--timeout", type=float, default=600, help="seconds to wait for the network stack")
+    options.add_timeout(p, 600, "the network stack")
     p.set_defaults(func=run)
 
 

@@ -56,6 +56,22 @@ def add_via(p: argparse.ArgumentParser, *choices: str) -> None:
                         "templates; tacker = Tacker's v2 VNF LCM with the onboarded VNF package")
 
 
+def add_timeout(p: argparse.ArgumentParser, default: float, what: str) -> None:
+    """``--timeout``: how long a lifecycle command waits for what it started."""
+    p.add_argument("--timeout", type=float, default=default, help=f"seconds to wait for {what} (default {default:g})")
+
+
+def add_checked(p: argparse.ArgumentParser, *, skippable: bool = True) -> None:
+    """What a command that ends with ``nfvcat check`` takes: the cloud, the output format, the host inventory
+    and host access (and ``--no-check`` when the check can be skipped)."""
+    if skippable:
+        p.add_argument("--no-check", action="store_true", help="skip nfvcat check at the end")
+    add_cloud(p)
+    add_format(p)
+    add_inventory(p)
+    add_host_access(p)
+
+
 def add_cloud(p: argparse.ArgumentParser) -> None:
     p.add_argument("--os-cloud", default=None, help="clouds.yaml entry (default: $OS_CLOUD)")
 

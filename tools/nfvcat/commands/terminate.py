@@ -19,7 +19,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("chain", help="chain (stack) name; with --via tacker, the VNF instance name")
     options.add_via(p, "heat", "tacker")
     p.add_argument("--stack", help="stack name (default: the chain's name)")
-    p.add_argument("--timeout", type=float, default=600)
+    options.add_timeout(p, 600, "the deletion")
     options.add_cloud(p)
     options.add_format(p)
     p.set_defaults(func=run)
