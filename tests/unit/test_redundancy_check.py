@@ -150,10 +150,21 @@ def test_soft_anti_affinity_is_judged_by_the_hosts(mock: requests_mock.Mocker) -
     assert not_passed(verdicts(mock, state)) == set()
 
 
-def test_soft_anti_affinity_on_one_host_fails(mock: requests_mock.Mocker) -> None:
+def test_soft_anti_affinity_on_one_host_passes_and_says_so(mock: requests_mock.Mocker) -> None:
     state = pair_cloud()
     state["group"]["policy"] = "soft-anti-affinity"
     state["servers"]["b"]["OS-EXT-SRV-ATTR:host"] = "devcloud-smt"
+    state["servers"]["a"]["OS-EXT-SRV-ATTR:host"] = "devcloud-smt"
+    got = verdicts(mock, state)
+    assert not_passed(got) == set()
+    hosts = next(v for v in got if v.check == "members on different hosts")
+    assert "allowed it" in hosts.detail and "no host redundancy" in hosts.detail
+
+
+def test_strict_anti_affinity_on_one_host_fails(mock: requests_mock.Mocker) -> None:
+    state = pair_cloud()
+    state["servers"]["b"]["OS-EXT-SRV-ATTR:host"] = "devcloud-smt"
+    state["servers"]["a"]["OS-EXT-SRV-ATTR:host"] = "devcloud-smt"
     assert not_passed(verdicts(mock, state)) == {("pair", "members on different hosts", pc.FAIL)}
 
 

@@ -116,6 +116,7 @@ class Pair:
             with contextlib.suppress(ProcessLookupError, ValueError):
                 os.kill(int(pid), signal.SIGKILL)
         proc.wait(10)
+        self.chain.lab.forget(proc)  # killed on purpose: the session lab's stray check must not count it
         deadline = time.monotonic() + 10
         while run(["ip", "netns", "pids", self.chain.ns[SHORT[router]]], check=False).stdout.split():
             if time.monotonic() > deadline:
