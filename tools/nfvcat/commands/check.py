@@ -20,11 +20,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from nfvcat.cloud.connect import cloud_errors, connect
-    from nfvcat.cloud.hostaccess import open_access
-    from nfvcat.cloud.placement_check import check_stack, load_inventory, passed, report
+    from nfvcat.cloud.placement_check import check_stack, passed, report
 
-    inv = load_inventory(args.inventory)
-    access = open_access(args.host_access)
+    inv, access = options.open_checked(args)
     conn = connect(args.os_cloud)
     stack = args.stack or args.chain
     with cloud_errors(f"check {stack}"):

@@ -47,6 +47,19 @@ def _entries(paths: list[str]) -> list[readme_tables.HotEntry]:
     return [found[k] for k in sorted(found)]
 
 
+def _report(status: str, where: str, message: str, *, drift: str, updated: str) -> int:
+    """Print one generated file's outcome; 1 when it counts as a failure (drifted, or cannot be generated)."""
+    if status == "drift":
+        print(f"{where}: {drift}")
+        return 1
+    if status == "error":
+        print(f"{where}: {message}", file=sys.stderr)
+        return 1
+    if status == "updated":
+        print(updated)
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     entries = _entries(list(args.paths))
     if not entries:
@@ -55,14 +68,9 @@ def run(args: argparse.Namespace) -> int:
     for entry in entries:
         outcome = readme_tables.process(entry, write=not args.check)
         shown = os.path.relpath(entry.readme)
-        if outcome.status == "drift":
-            failed += 1
-            print(f"{entry.name}: {shown}: {outcome.message} (run `nfvcat docs` to regenerate)")
-        elif outcome.status == "error":
-            failed += 1
-            print(f"{entry.name}: {shown}: {outcome.message}", file=sys.stderr)
-        elif outcome.status == "updated":
-            print(f"{entry.name}: updated {shown}")
+        failed += _report(outcome.status, f"{entry.name}: {shown}", outcome.message,
+                          drift=f"{outcome.message} (run `nfvcat docs` to regenerate)",
+                          updated=f"{entry.name}: updated {shown}")
     root = catalog.find_root()
     generated: list[tuple[str, Any]] = []
     if root is not None and not args.paths:
@@ -71,14 +79,9 @@ def run(args: argparse.Namespace) -> int:
         generated += [("descriptor_id, descriptor_version", x) for x in vnfd_ids.sync(root, write)]
     for what, item in generated:
         shown = os.path.relpath(item.path)
-        if item.status == "drift":
-            failed += 1
-            print(f"{shown}: {what} differ from what the image locks and entry versions give (run `nfvcat docs`)")
-        elif item.status == "error":
-            failed += 1
-            print(f"{shown}: {item.message}", file=sys.stderr)
-        else:
-            print(f"updated {shown} ({what})")
+        failed += _report(item.status, shown, item.message,
+                          drift=f"{what} differ from what the image locks and entry versions give (run `nfvcat docs`)",
+                          updated=f"updated {shown} ({what})")
     if args.check and not failed:
         also = "" if args.paths else "; image checksums and VNFD identities too"
         print(f"{len(entries)} README(s) up to date{also}")

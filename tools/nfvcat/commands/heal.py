@@ -6,7 +6,6 @@ server; the operation is waited for with progress and its failure reason. Then `
 from __future__ import annotations
 
 import argparse
-import sys
 
 from nfvcat.commands import options
 from nfvcat.errors import EXIT_FINDINGS, EXIT_OK
@@ -26,16 +25,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from nfvcat.cloud import tacker_lcm
     from nfvcat.cloud.connect import connect
-    from nfvcat.cloud.hostaccess import open_access
-    from nfvcat.cloud.placement_check import load_inventory
 
-    inv = load_inventory(args.inventory)
-    access = open_access(args.host_access)
+    inv, access = options.open_checked(args)
     conn = connect(args.os_cloud)
-
-    def say(text: str) -> None:
-        if args.format == "text":
-            print(text, file=sys.stderr, flush=True)
+    say = options.progress(args)
 
     vnf = tacker_lcm.heal(tacker_lcm.Tacker(conn, say), args.vnf, args.vnfc, args.timeout)
     healed = vnf["healed"]

@@ -15,7 +15,6 @@ it is rolled back and the VNF instance deleted. Then ``check`` runs on the stack
 from __future__ import annotations
 
 import argparse
-import sys
 
 from nfvcat.commands import options
 from nfvcat.errors import EXIT_FINDINGS, EXIT_OK
@@ -48,8 +47,7 @@ def run(args: argparse.Namespace) -> int:
     from nfvcat import catalog
     from nfvcat.catalog import entries
     from nfvcat.cloud.connect import cloud_errors, connect
-    from nfvcat.cloud.hostaccess import open_access
-    from nfvcat.cloud.placement_check import check_stack, load_inventory, passed, report
+    from nfvcat.cloud.placement_check import check_stack, passed, report
     from nfvcat.cloud.stacks import Stacks, bundle, converge, stack_parameters
 
     if args.via == "tacker":
@@ -57,14 +55,10 @@ def run(args: argparse.Namespace) -> int:
     entry = entries.find(catalog.require_root(), args.chain, "heat")
     b = bundle(entry.template, entry.environments(args.environment))
     params = stack_parameters(b.template, dict(args.parameter), args.day0, args.secrets)
-    inv = load_inventory(args.inventory)
-    access = open_access(args.host_access)
+    inv, access = options.open_checked(args)
     name = args.stack or entry.name
     conn = connect(args.os_cloud)
-
-    def say(text: str) -> None:
-        if args.format == "text":
-            print(text, file=sys.stderr, flush=True)
+    say = options.progress(args)
 
     with cloud_errors(f"instantiate {name}"):
         sid = converge(Stacks(conn, say), name, b, params, args.timeout)
@@ -81,22 +75,14 @@ def _via_tacker(args: argparse.Namespace) -> int:
     from nfvcat.catalog import entries
     from nfvcat.cloud import tacker_lcm
     from nfvcat.cloud.connect import connect
-    from nfvcat.cloud.hostaccess import open_access
-    from nfvcat.cloud.placement_check import load_inventory
 
     entry = entries.find(catalog.require_root(), args.chain, "vnfd")
     req = tacker_lcm.Request(name=args.vnf or entry.name, flavour=args.flavour, level=args.instantiation_level,
                              ext_networks=dict(args.ext_net),
                              additional=tacker_lcm.additional_params(entry.dir, dict(args.parameter), args.secrets))
-    inv = load_inventory(args.inventory)
-    access = open_access(args.host_access)
+    inv, access = options.open_checked(args)
     conn = connect(args.os_cloud)
-
-    def say(text: str) -> None:
-        if args.format == "text":
-            print(text, file=sys.stderr, flush=True)
-
-    tk = tacker_lcm.Tacker(conn, say)
+    tk = tacker_lcm.Tacker(conn, options.progress(args))
     vnf = tacker_lcm.instantiate(conn, tk, entry.dir, entry.meta, req, args.timeout)
     text, ok = tacker_lcm.check_and_report(conn, vnf, inv, access, args.format, check=not args.no_check)
     print(text)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 from pathlib import Path
 
 from nfvcat.commands import options
@@ -44,10 +43,7 @@ def run(args: argparse.Namespace) -> int:
     root = catalog.require_root()
     steps = set(args.only or ["images", "flavors", "networks", "packages"])
     conn = connect(args.os_cloud)
-
-    def say(text: str) -> None:
-        if args.format == "text":
-            print(text, file=sys.stderr, flush=True)
+    say = options.progress(args)
 
     plan = onboarding.Plan()
     with cloud_errors("onboard"):

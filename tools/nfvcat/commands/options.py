@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +72,23 @@ def add_checked(p: argparse.ArgumentParser, *, skippable: bool = True) -> None:
     add_format(p)
     add_inventory(p)
     add_host_access(p)
+
+
+def open_checked(args: argparse.Namespace) -> tuple[Any, Any]:
+    """What ``add_checked``'s ``--inventory`` and ``--host-access`` name, opened: (inventory, host access)."""
+    from nfvcat.cloud.hostaccess import open_access
+    from nfvcat.cloud.placement_check import load_inventory
+
+    return load_inventory(args.inventory), open_access(args.host_access)
+
+
+def progress(args: argparse.Namespace) -> Callable[[str], None]:
+    """Where a lifecycle command says what it is waiting for: standard error, and only with ``--format text``
+    (JSON output stays one document on standard output)."""
+    def say(text: str) -> None:
+        if args.format == "text":
+            print(text, file=sys.stderr, flush=True)
+    return say
 
 
 def add_cloud(p: argparse.ArgumentParser) -> None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 
 from nfvcat.commands import options
 from nfvcat.errors import EXIT_FINDINGS, EXIT_OK
@@ -33,13 +32,8 @@ def run(args: argparse.Namespace) -> int:
     name = args.stack or args.chain
     if args.via == "tacker":
         return _via_tacker(args, conn, name)
-
-    def say(text: str) -> None:
-        if args.format == "text":
-            print(text, file=sys.stderr, flush=True)
-
     with cloud_errors(f"terminate {name}"):
-        left = delete_and_verify(conn, Stacks(conn, say), name, args.timeout)
+        left = delete_and_verify(conn, Stacks(conn, options.progress(args)), name, args.timeout)
     result = {"stack": name, "deleted": left is not None, "left_behind": left or []}
     if args.format == "json":
         print(json.dumps(result))
@@ -55,11 +49,7 @@ def run(args: argparse.Namespace) -> int:
 def _via_tacker(args: argparse.Namespace, conn: object, name: str) -> int:
     from nfvcat.cloud import tacker_lcm
 
-    def say(text: str) -> None:
-        if args.format == "text":
-            print(text, file=sys.stderr, flush=True)
-
-    result = tacker_lcm.terminate(conn, tacker_lcm.Tacker(conn, say), name, args.timeout)
+    result = tacker_lcm.terminate(conn, tacker_lcm.Tacker(conn, options.progress(args)), name, args.timeout)
     left = (result or {}).get("left_behind") or []
     if args.format == "json":
         print(json.dumps(result or {"name": name, "vnf_instance": None, "left_behind": []}))
