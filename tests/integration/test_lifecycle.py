@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import signal
 import subprocess
@@ -12,7 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.integration.conftest import CLOUD, NFVCAT, ONBOARD, ROOT, counts, nfvcat
+from tests.integration.conftest import CLOUD, NFVCAT, ROOT, counts, nfvcat
 
 PSK = {"NFVCAT_SECRET_PSK": "integration-psk-0123456789abcdef"}
 pytestmark = pytest.mark.usefixtures("onboarded", "no_chains")
@@ -47,11 +48,12 @@ def terminate(conn: Any, stack: str) -> None:
 
 
 def test_onboard_is_idempotent(conn: Any, onboarded: list[str]) -> None:
-    res = nfvcat(*ONBOARD, "--format", "json")
+    res = nfvcat("onboard", "--format", "json")
     assert res.returncode == 0, res.stderr
     plan = json.loads(res.stdout)
     assert plan["changes"] == 0, plan
-    dry = nfvcat(*ONBOARD, "--dry-run")
+    assert {a["name"] for a in plan["actions"] if a["kind"] == "image"} == set(onboarded)
+    dry = nfvcat("onboard", "--dry-run")
     assert dry.returncode == 0 and "nothing to change" in dry.stdout
     flavor = conn.compute.find_flavor("nfv.sriov")
     assert flavor.extra_specs["hw:cpu_policy"] == "dedicated"
@@ -62,6 +64,34 @@ def test_onboard_is_idempotent(conn: Any, onboarded: list[str]) -> None:
     packages = conn.session.get(f"{endpoint}/vnfpkgm/v1/vnf_packages?all_fields").json()
     onboarded = {p["userDefinedData"]["nfvcat-entry"]: p["onboardingState"] for p in packages}
     assert onboarded == {"vnf-ipsec-gw": "ONBOARDED", "vnf-vrouter": "ONBOARDED"}
+
+
+def test_glance_holds_the_product_images_of_the_locks(conn: Any, onboarded: list[str]) -> None:
+    """Each catalog image in Glance is byte for byte the image its lock names: the sha256 of what Glance serves
+    back is the lock's, Glance's own hash (os_hash_algo, sha512 by default) is that of the same bytes, and the
+    image carries its entry's Glance properties (UEFI firmware, q35, virtio)."""
+    from nfvcat.images import recipe, refs
+
+    seen = set()
+    for ref in refs.glance_images(ROOT):
+        lock = recipe.read_lock(recipe.load(str(ref["image"]), ROOT))
+        assert lock is not None and lock.version == ref["version"], ref
+        records = conn.image.get(f"/images?name={ref['name']}").json()["images"]
+        assert [r["status"] for r in records] == ["active"], (ref["name"], records)
+        record = records[0]
+        assert (record["size"], record["disk_format"]) == (lock.size, "qcow2"), record
+        sha256, glance_hash = hashlib.sha256(), hashlib.new(record["os_hash_algo"])
+        resp = conn.image.download_image(record["id"], stream=True)
+        for chunk in resp.iter_content(1 << 20):
+            sha256.update(chunk)
+            glance_hash.update(chunk)
+        assert sha256.hexdigest() == lock.sha256, (ref["name"], sha256.hexdigest(), lock.sha256)
+        assert glance_hash.hexdigest() == record["os_hash_value"], ref["name"]
+        props = {k: str(v) for k, v in (ref["properties"] or {}).items()}
+        assert props.get("hw_firmware_type") == "uefi", props
+        assert {k: str(record.get(k)) for k in props} == props, record
+        seen.add(ref["name"])
+    assert seen == set(onboarded) and {ref["image"] for ref in refs.glance_images(ROOT)} == {"vrouter", "ipsec-gw"}
 
 
 def test_one_vnf_sriov_chain_then_wrong_placement_is_caught(conn: Any, tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.conftest import counts, nfvcat
+from tests.integration.conftest import counts, glance_name, nfvcat
 
 STACK = "chain-sfc"
 SOURCE = "traffic-source"  # the example environment's source_port
@@ -67,7 +67,7 @@ def traffic_source(conn: Any, sfc_networks: None) -> Iterator[Any]:
     port = conn.network.create_port(name=SOURCE, network_id=net.id)
     server = None
     try:
-        image = conn.image.find_image("nfvcat-vrouter-1.1.0")
+        image = conn.image.find_image(glance_name("vrouter"))
         flavor = conn.compute.find_flavor("nfv.dpdk")
         server = conn.compute.create_server(name=SOURCE, image_id=image.id, flavor_id=flavor.id,
                                             networks=[{"port": port.id}])

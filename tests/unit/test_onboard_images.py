@@ -14,6 +14,7 @@ import requests_mock
 
 from nfvcat.cloud import onboarding
 from nfvcat.errors import EXIT_FINDINGS, EXIT_USAGE, UserError
+from nfvcat.images import build, recipe
 from tests.conftest import ROOT
 
 FIXTURE = ROOT / "tests" / "fixtures" / "rules" / "E0014" / "pass"
@@ -79,11 +80,73 @@ def test_an_image_that_was_never_built_has_nothing_to_verify_against(cat: Path, 
     assert _glance_calls(m) == []
 
 
-def test_without_image_options_a_missing_build_is_an_error(cat: Path, cloud: Any) -> None:
+def test_a_dry_run_says_a_missing_build_would_be_built_and_builds_nothing(cat: Path, cloud: Any,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     m, conn = cloud
-    with pytest.raises(UserError, match=r"image demo-1.0.0: not built: run `nfvcat image build demo`"):
-        onboarding.images(conn, cat, None, {}, True, print)
+    monkeypatch.setattr(build, "build", _no_build)
+    actions = onboarding.images(conn, cat, None, {}, True, print)
+    assert [(a.verb, a.name) for a in actions] == [("build", "demo-1.0.0")]
+    assert "images/demo 1.0.0 is not built here" in actions[0].detail
     assert _glance_calls(m) == []
+
+
+def test_without_a_lock_a_missing_build_is_an_error_and_nothing_is_built(cat: Path, cloud: Any,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    m, conn = cloud
+    (cat / "images" / "demo" / "image.lock").unlink()
+    monkeypatch.setattr(build, "build", _no_build)
+    with pytest.raises(UserError, match=r"image demo-1.0.0: not built: run `nfvcat image build demo`"):
+        onboarding.images(conn, cat, None, {}, False, print)
+    assert _glance_calls(m) == []
+
+
+def _no_build(*_args: Any, **_kwargs: Any) -> Any:
+    raise AssertionError("nothing may be built here")
+
+
+def _fake_build(content: bytes, calls: list[str]) -> Any:
+    """The builder's boundary (mmdebstrap and root are the image tier's): a build of the recipe it is given,
+    whose disk holds ``content``, reconciled with that recipe's lock as the real builder does."""
+    def fake(r: recipe.Recipe, say: Any, root: Path | None = None, force: bool = False) -> build.Built:
+        calls.append(str(r.entry_dir))
+        out = Path(build.cache_dir()) / "fake"
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "disk.qcow2").write_bytes(content)
+        old = recipe.read_lock(r)
+        assert old is not None
+        lock = recipe.Lock(r.name, r.version, r.digest(), dict(old.packages), hashlib.sha256(content).hexdigest(),
+                           len(content), build.BUILDER_VERSION)
+        built = build.Built(r, out / "disk.qcow2", out / "vmlinuz", out / "initrd.img", lock, 1.0, "new")
+        return build.reconcile(built, old, root)
+    return fake
+
+
+def test_without_image_options_a_missing_build_is_built_verified_and_uploaded(
+        cat: Path, cloud: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    m, conn = cloud
+    motd = (cat / "images" / "demo" / "files" / "motd").read_bytes()  # the fixture lock's sha256 is this file's
+    calls: list[str] = []
+    monkeypatch.setattr(build, "build", _fake_build(motd, calls))
+    _glance_accepts(m, motd)
+    said: list[str] = []
+    actions = onboarding.images(conn, cat, None, {}, False, said.append)
+    assert len(calls) == 1 and not calls[0].startswith(str(cat))  # built in a copy: the lock is never rewritten
+    assert [(a.verb, a.name) for a in actions] == [("create", "demo-1.0.0")]
+    assert any("no cached build of images/demo 1.0.0, building it" in s for s in said)
+    uploads = [r for r in m.request_history if r.method == "PUT" and r.path.endswith("/file")]
+    assert len(uploads) == 1
+
+
+def test_a_build_that_is_not_the_locked_image_is_never_uploaded(cat: Path, cloud: Any,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    m, conn = cloud
+    lock = (cat / "images" / "demo" / "image.lock").read_text()
+    calls: list[str] = []
+    monkeypatch.setattr(build, "build", _fake_build(b"the mirror moved on", calls))
+    with pytest.raises(UserError, match=r"has sha256 \w+, images/demo 1.0.0 is \w+: not uploaded") as err:
+        onboarding.images(conn, cat, None, {}, False, print)
+    assert err.value.exit_code == EXIT_FINDINGS and len(calls) == 1
+    assert _glance_calls(m) == [] and (cat / "images" / "demo" / "image.lock").read_text() == lock
 
 
 def test_unknown_image_option(cat: Path, cloud: Any) -> None:
@@ -93,10 +156,7 @@ def test_unknown_image_option(cat: Path, cloud: Any) -> None:
     assert err.value.exit_code == EXIT_USAGE
 
 
-def test_the_verified_file_is_uploaded(cat: Path, cloud: Any) -> None:
-    m, conn = cloud
-    motd = cat / "images" / "demo" / "files" / "motd"  # the fixture lock's sha256 is this file's
-    data = motd.read_bytes()
+def _glance_accepts(m: requests_mock.Mocker, data: bytes) -> None:
     image = {"id": IMAGE_ID, "name": "demo-1.0.0", "status": "queued", "disk_format": "qcow2",
              "container_format": "bare", "visibility": "public", "min_disk": 0, "min_ram": 0, "tags": [],
              "file": f"/v2/images/{IMAGE_ID}/file", "self": f"/v2/images/{IMAGE_ID}", "schema": "/v2/schemas/image"}
@@ -106,6 +166,12 @@ def test_the_verified_file_is_uploaded(cat: Path, cloud: Any) -> None:
     m.post(GLANCE + "/v2/images", status_code=201, json=image)
     m.put(GLANCE + f"/v2/images/{IMAGE_ID}/file", status_code=204)
     m.get(GLANCE + f"/v2/images/{IMAGE_ID}", json=active)
+
+
+def test_the_verified_file_is_uploaded(cat: Path, cloud: Any) -> None:
+    m, conn = cloud
+    motd = cat / "images" / "demo" / "files" / "motd"  # the fixture lock's sha256 is this file's
+    _glance_accepts(m, motd.read_bytes())
     actions = onboarding.images(conn, cat, None, {"demo": motd}, False, lambda _msg: None)
     assert [(a.verb, a.name) for a in actions] == [("create", "demo-1.0.0")]
     assert "(verified)" in actions[0].detail

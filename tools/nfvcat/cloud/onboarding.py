@@ -22,7 +22,7 @@ NETWORK_STACK = "nfvcat-provider-networks"
 class Action:
     kind: str  # image, flavor, networks, vnf-package
     name: str
-    verb: str  # create, replace, update, unchanged, skip
+    verb: str  # create, replace, update, build (dry run: not built yet), unchanged, skip
     detail: str = ""
 
     def as_dict(self) -> dict[str, str]:
@@ -65,19 +65,26 @@ class GlanceHash:
         return self.cache[algo]
 
 
-def image_file(img: dict[str, Any], root: Path, image_dir: Path | None, overrides: dict[str, Path]) -> Path | None:
+def image_file(img: dict[str, Any], root: Path, image_dir: Path | None, overrides: dict[str, Path],
+               say: Any = None) -> Path | None:
     """The file to upload for a catalog image: ``--image NAME=FILE`` (NAME the Glance name or the image
-    entry), else ``--image-dir``/NAME-VERSION.qcow2, else the build `nfvcat image build` made of its lock."""
+    entry), else ``--image-dir``/NAME-VERSION.qcow2, else the build `nfvcat image build` made of its lock,
+    built now (minutes) when the cache has none and ``say`` is given (None: look only, as a dry run does)."""
     for key in (str(img["name"]), str(img.get("image"))):
         if key in overrides:
             return overrides[key]
     if image_dir is not None:
         cand = image_dir / str(img.get("file") or f"{img['name']}.qcow2")
         return cand if cand.is_file() else None
-    from nfvcat.images import build, recipe
+    if not img.get("image"):
+        return None
+    from nfvcat.images import build, lab, recipe
 
-    hit = build.cached(recipe.load(str(img["image"]), root)) if img.get("image") else None
-    return hit.disk if hit is not None else None
+    if say is None or not (img.get("checksum") or {}).get("value"):  # no lock: nothing a build could match
+        hit = build.cached(recipe.load(str(img["image"]), root))
+        return hit.disk if hit is not None else None
+    say(f"image {img['name']}: no cached build of images/{img['image']} {img.get('version')}, building it")
+    return lab.image(str(img["image"]), say, root).disk
 
 
 def verified(img: dict[str, Any], path: Path) -> str:
@@ -106,8 +113,12 @@ def images(conn: Any, root: Path, image_dir: Path | None, overrides: dict[str, P
     if unknown:
         raise UserError(f"--image {unknown[0]}=...: no catalog image of that name (known: {', '.join(sorted(names))})")
     files: list[tuple[dict[str, Any], Path, str]] = []
-    for img in known:  # every file is found and verified before anything is uploaded
-        path = image_file(img, root, image_dir, overrides)
+    for img in known:  # every file is found (or built) and verified before anything is uploaded
+        path = image_file(img, root, image_dir, overrides, None if dry_run else say)
+        if path is None and dry_run and image_dir is None and (img.get("checksum") or {}).get("value"):
+            out.append(Action("image", str(img["name"]), "build", f"images/{img.get('image')} {img.get('version')} "
+                              "is not built here: onboard builds it (minutes), verifies and uploads it"))
+            continue
         if path is None:
             hint = f"no {img.get('file')} in {image_dir}" if image_dir else "not built"
             raise UserError(f"image {img['name']}: {hint}: run `nfvcat image build {img.get('image')}` or pass "

@@ -21,7 +21,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="only these steps (repeatable; default all)")
     p.add_argument("--image-dir", default=os.environ.get("NFVCAT_IMAGE_DIR"),
                    help="where the image files are, as `nfvcat image build -o DIR` names them (IMAGE-VERSION.qcow2; "
-                   "default: $NFVCAT_IMAGE_DIR, else the builds of `nfvcat image build`)")
+                   "default: $NFVCAT_IMAGE_DIR, else the builds of `nfvcat image build` in the image cache, built when "
+                   "missing)")
     p.add_argument("--image", action="append", default=[], metavar="NAME=FILE",
                    help="the file of one image (NAME: its Glance name or image entry); every file is verified "
                    "against its image lock's sha256 before anything is uploaded")

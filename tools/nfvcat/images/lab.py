@@ -1,6 +1,7 @@
-"""The product images for the lab (the day-0 VM tier, its benchmark): the cached build of an image entry's
-committed lock, or a build of it when the cache has none, made in a copy of the entry so that a lab run never
-rewrites the repository's lock (``nfvcat image build`` is what updates a lock).
+"""The product images for the lab (the day-0 VM tier, its benchmark) and for ``nfvcat onboard`` (the dev cloud's
+tier): the cached build of an image entry's committed lock, or a build of it when the cache has none, made in a
+copy of the entry so that a lab run or an onboarding never rewrites the repository's lock (``nfvcat image
+build`` is what updates a lock). Onboarding then verifies the file against the lock's sha256.
 
 When Debian's mirror no longer serves the lock's package versions, the build differs from the lock: the lab
 gets that image (its ``changes`` say what differs, and the caller is told) and the committed lock stays as it
