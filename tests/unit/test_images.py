@@ -8,6 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+import yaml
 
 from nfvcat import documents
 from nfvcat.cli import main
@@ -198,3 +199,28 @@ def test_vnfd_identity_follows_the_version(tmp_path: Path) -> None:
     text = types.read_text()
     assert text.count(did) == 2 and text.count("'2.1.0'") == 2 and "6f1d8b3e" not in text
     assert vnfd_ids.sync(tmp_path, write=False) == []
+
+
+def test_docs_writes_and_reports_a_vnfd_identity_that_follows_a_bump(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """`nfvcat docs` after a VNFD's version bump: --check names the drift (exit 2), a run writes the new
+    descriptor_version and says so (it failed with an internal error printing that outcome), then --check is
+    clean."""
+    root = tmp_path / "catalog"
+    for d in ("templates", "flavors", "vnfd", "images"):
+        shutil.copytree(ROOT / d, root / d)
+    entry = root / "vnfd" / "vnf-vrouter" / "entry.yaml"
+    text = entry.read_text()
+    version = str(yaml.safe_load(text)["version"])
+    major, minor, patch = (int(x) for x in version.split("."))
+    bumped = f"{major}.{minor}.{patch + 1}"
+    entry.write_text(text.replace(f"\nversion: {version}\n", f"\nversion: {bumped}\n", 1))
+    monkeypatch.setenv("NFVCAT_CATALOG_DIR", str(root))
+    monkeypatch.chdir(root)
+    assert main(["docs", "--check"]) == EXIT_FINDINGS
+    assert "vnf-vrouter_types.yaml: descriptor_id, descriptor_version differ" in capsys.readouterr().out
+    assert main(["docs"]) == EXIT_OK
+    out = capsys.readouterr().out
+    assert "updated vnfd/vnf-vrouter/Definitions/vnf-vrouter_types.yaml (descriptor_id, descriptor_version)" in out
+    assert f"'{bumped}'" in (root / "vnfd" / "vnf-vrouter" / "Definitions" / "vnf-vrouter_types.yaml").read_text()
+    assert main(["docs", "--check"]) == EXIT_OK

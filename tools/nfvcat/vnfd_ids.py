@@ -42,6 +42,7 @@ def sync_text(text: str, did: str, version: str) -> str:
 class Drift:
     path: Path
     status: str  # updated or drift
+    message: str = ""
 
 
 def sync(root: Path, write: bool) -> list[Drift]:
