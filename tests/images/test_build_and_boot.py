@@ -44,6 +44,10 @@ def test_two_builds_give_the_same_image(name: str, catalog: Path) -> None:
     print(f"\n[images] {name}: builds {t1 - t0:.0f} s and {t2 - t1:.0f} s, sha256 {second.lock.sha256}, "
           f"{second.lock.size} bytes, {len(second.lock.packages)} packages")
     assert second.lock_status == "reproduced" and second.lock.sha256 == first.lock.sha256
+    manifest = (second.disk.parent / "rootfs.sha256").read_text()  # the image ships byte code (checked-hash)
+    for pyc in ("usr/lib/python3.11/__pycache__/os.cpython-311.pyc",
+                "usr/lib/python3/dist-packages/cloudinit/__pycache__/__init__.cpython-311.pyc"):
+        assert f" {pyc}\n" in manifest, pyc
     assert committed is not None, f"images/{name} has no committed lock: run nfvcat image build {name}"
     if committed.packages == first.lock.packages and committed.recipe == first.lock.recipe:
         assert first.lock.sha256 == committed.sha256, "same packages as the committed lock, other sha256"
@@ -63,7 +67,10 @@ EXPECTED: dict[str, dict[str, str]] = {
 }
 COMMON = {"sshd": "systemctl is-active ssh.service",
           "nftables": "nft list ruleset >/dev/null",
-          "failed-units": "test -z \"$(systemctl list-units --failed --plain --no-legend)\""}
+          "failed-units": "test -z \"$(systemctl list-units --failed --plain --no-legend)\"",
+          # the image's byte code served cloud-init's first boot: no .pyc written after the build's epoch
+          "no-byte-code-compiled-at-boot": "out=$(find /usr -name '*.pyc' -newermt @{epoch} | head -5); "
+                                           "test -z \"$out\" || { echo $out; false; }"}
 
 # Test instrumentation, delivered as day-0 data (NoCloud seed): once cloud-init is done, its verdict, every
 # WARNING/Traceback line of its logs, the locale and each check's exit status go to the serial console.
@@ -95,8 +102,8 @@ runcmd:
 """
 
 
-def seed_user_data(name: str) -> str:
-    checks = {**COMMON, **EXPECTED[name]}
+def seed_user_data(name: str, epoch: int) -> str:
+    checks = {k: v.replace("{epoch}", str(epoch)) for k, v in {**COMMON, **EXPECTED[name]}.items()}
     return SEED_USER_DATA.replace("{checks}", "".join(f"      {k} {v}\n" for k, v in checks.items()).rstrip("\n"))
 
 
@@ -106,7 +113,7 @@ def test_image_boots_and_cloud_init_is_done_without_errors(name: str, catalog: P
     built = build.build(r, print, root=catalog)  # the cached build of the test above
     seed = tmp_path / "seed"
     seed.mkdir()
-    (seed / "user-data").write_text(seed_user_data(name))
+    (seed / "user-data").write_text(seed_user_data(name, r.source_date_epoch))
     (seed / "meta-data").write_text(f"instance-id: nfvcat-test-{name}\nlocal-hostname: {name}\n")
     iso = tmp_path / "seed.iso"
     subprocess.run(["genisoimage", "-quiet", "-o", str(iso), "-V", "cidata", "-J", "-r", str(seed)], check=True)

@@ -201,6 +201,25 @@ def test_vnfd_identity_follows_the_version(tmp_path: Path) -> None:
     assert vnfd_ids.sync(tmp_path, write=False) == []
 
 
+def test_the_byte_code_debian_compiled_is_listed_by_its_sources(tmp_path: Path) -> None:
+    """What the builder compiles again (checked-hash .pyc): the sources of the .pyc Debian's py3compile made, once
+    each (opt levels included), sorted; a .pyc without its source or of another interpreter kind is not."""
+    root = tmp_path / "rootfs"
+    pkg = root / "usr" / "lib" / "python3" / "dist-packages" / "cloudinit"
+    std = root / "usr" / "lib" / "python3.11"
+    for d in (pkg / "__pycache__", std / "__pycache__"):
+        d.mkdir(parents=True)
+    for src in (pkg / "util.py", pkg / "__init__.py", std / "os.py", std / "uncompiled.py"):
+        src.write_text("x = 1\n")
+    for pyc in ("util.cpython-311.pyc", "util.cpython-311.opt-1.pyc", "__init__.cpython-311.pyc",
+                "gone.cpython-311.pyc", "util.pypy39.pyc"):
+        (pkg / "__pycache__" / pyc).write_bytes(b"")
+    (std / "__pycache__" / "os.cpython-311.pyc").write_bytes(b"")
+    assert build.pyc_sources(root) == ["/usr/lib/python3.11/os.py",
+                                       "/usr/lib/python3/dist-packages/cloudinit/__init__.py",
+                                       "/usr/lib/python3/dist-packages/cloudinit/util.py"]
+
+
 def test_docs_writes_and_reports_a_vnfd_identity_that_follows_a_bump(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                                     capsys: pytest.CaptureFixture[str]) -> None:
     """`nfvcat docs` after a VNFD's version bump: --check names the drift (exit 2), a run writes the new

@@ -5,8 +5,9 @@ Steps, none of which mounts anything (no loop devices, no root filesystem mounte
 1. ``mmdebstrap --mode=root`` installs the recipe's packages into a directory, with ``SOURCE_DATE_EPOCH``
    and fixed Python/Perl hash seeds; downloaded .debs are kept in a cache for the next build.
 2. The recipe's files are copied in, locales generated, host-specific state (SSH host keys, logs, caches)
-   removed, and a GRUB EFI binary made inside the image by its own ``grub-mkimage`` with the boot config
-   embedded (``-c``): it finds the root by label and boots ``/vmlinuz`` and ``/initrd.img`` (Debian keeps
+   removed, the byte code Debian's maintainer scripts compiled made again reproducibly (checked-hash .pyc),
+   and a GRUB EFI binary made inside the image by its own ``grub-mkimage`` with the boot config embedded
+   (``-c``): it finds the root by label and boots ``/vmlinuz`` and ``/initrd.img`` (Debian keeps
    those links on kernel updates). Not ``grub-mkstandalone``: its memdisk differs on every run.
 3. Every file's timestamps are clamped to ``SOURCE_DATE_EPOCH``; ``mkfs.ext4 -d`` copies the tree (sorted, by
    ``scandir``) into a filesystem image with a UUID and directory hash seed derived from the image's name and
@@ -41,7 +42,7 @@ from nfvcat import catalog, releases
 from nfvcat.errors import EXIT_FINDINGS, EXIT_USAGE, UserError
 from nfvcat.images.recipe import Lock, Recipe, read_lock, write_lock
 
-BUILDER_VERSION = "3"  # recorded in the lock: a builder that makes other bytes is another input
+BUILDER_VERSION = "4"  # recorded in the lock: a builder that makes other bytes is another input
 ESP_TYPE = "C12A7328-F81F-11D2-BA4B-00A0C93EC93B"
 LINUX_TYPE = "0FC63DAF-8483-4772-8E79-3D69D8477DE4"
 GRUB_MODULES = "part_gpt ext2 search search_label linux normal configfile echo test gzio efi_gop all_video"
@@ -322,12 +323,43 @@ def _configure(recipe: Recipe, root: Path, log: Path, env: dict[str, str]) -> No
     for logf in (root / "var" / "log").rglob("*"):
         if logf.is_file():
             logf.write_bytes(b"")
-    for cache in (root / "usr").rglob("__pycache__"):  # byte code is made on first use, not shipped
-        shutil.rmtree(cache, ignore_errors=True)
+    _byte_code(root, log, env)
     (root / "tmp" / "grub.cfg").write_text(GRUB_CFG.format(label=label))
     _run(["chroot", str(root), "grub-mkimage", "-O", "x86_64-efi", "-o", "/tmp/BOOTX64.EFI", "-c", "/tmp/grub.cfg",
           "-p", "/boot/grub", *GRUB_MODULES.split()], log, env)
     (root / "tmp" / "grub.cfg").unlink()
+
+
+PYC_TAG = ".cpython-"
+
+
+def pyc_sources(root: Path) -> list[str]:
+    """The sources (paths inside the image, sorted) of every ``__pycache__/*.pyc`` under ``root``/usr: what
+    Debian's maintainer scripts (py3compile) byte-compiled at install time."""
+    out = set()
+    for pyc in (root / "usr").rglob("__pycache__/*.pyc"):
+        if PYC_TAG not in pyc.name:
+            continue
+        src = pyc.parent.parent / (pyc.name.split(PYC_TAG, 1)[0] + ".py")
+        if src.is_file():
+            out.add("/" + str(src.relative_to(root)))
+    return sorted(out)
+
+
+def _byte_code(root: Path, log: Path, env: dict[str, str]) -> None:
+    """The byte code Debian's py3compile made at install time, made again reproducibly. py3compile's .pyc are
+    not reproducible (several interpreters, the order of the files, marshal's refcount-dependent flags), and an
+    image without byte code compiles the standard library and cloud-init at every first boot (minutes under
+    TCG). The same sources are compiled again by the image's own python3, one after the other in sorted order
+    in one process (PYTHONHASHSEED from the build's environment, -B: nothing written by its own imports), as
+    checked-hash .pyc (PEP 552: the source's hash instead of its timestamp, valid while the source is
+    unchanged, whatever the clock)."""
+    sources = pyc_sources(root)
+    for cache in (root / "usr").rglob("__pycache__"):
+        shutil.rmtree(cache, ignore_errors=True)
+    if sources:
+        _run(["chroot", str(root), "python3", "-B", "-m", "compileall", "-q", "-f", "--invalidation-mode",
+              "checked-hash", "-i", "-"], log, env, stdin="\n".join(sources) + "\n")
 
 
 def _clamp_and_list(root: Path, epoch: int) -> str:
