@@ -20,11 +20,9 @@ import time
 from pathlib import Path
 from typing import Any, Protocol
 
+from nfvcat.validation.model import engine_timeout
+
 Payload = dict[str, Any]
-
-
-def engine_timeout() -> float:
-    return float(os.environ.get("NFVCAT_ENGINE_TIMEOUT", "900"))
 
 
 class EngineUnavailable(Exception):

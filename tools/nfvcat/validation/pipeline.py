@@ -56,6 +56,8 @@ class Validation:
         self.timings: dict[str, float] = {}
         self.rules = all_rules()
         self.blocking = {r.id for r in self.rules if r.blocks_engines}
+        self.blocking_rules = [r for r in self.rules if r.blocks_engines]
+        self.other_rules = [r for r in self.rules if not r.blocks_engines]
         self.nesting_rules = [r for r in self.rules if r.follows_nesting]
         self.explicit: set[str] = set()
         self.spawned: dict[str, float] = {}
@@ -105,13 +107,17 @@ class Validation:
             self.spawned[name] = time.monotonic()
         try:
             self.executor.start(list(pending))
-            blocked = {doc for doc in checked if self._rules(doc, ctx)}
-            self.timings["rules"] = time.monotonic() - t1
+            # The rules that keep a document from the engines first; the engines then work while the
+            # other rules run here.
+            blocked = {doc for doc in checked if self._rules(doc, ctx, self.blocking_rules)}
             self.jobs = [job for job in self.jobs if job.doc not in blocked]
             threads = [threading.Thread(target=self._engine, daemon=True, args=(
                 name, [(k, j) for k, j in batch if j.doc not in blocked])) for name, batch in pending.items()]
             for t in threads:
                 t.start()
+            for doc in checked:
+                self._rules(doc, ctx, self.other_rules)
+            self.timings["rules"] = time.monotonic() - t1
             for t in threads:
                 t.join()
         finally:
@@ -148,18 +154,19 @@ class Validation:
             self.jobs.append(job)
         return True
 
-    def _rules(self, doc: Document, ctx: Context) -> bool:
-        """Run the in-process rules; True when one of them keeps the document from the engines."""
+    def _rules(self, doc: Document, ctx: Context, rules: list[Rule]) -> bool:
+        """Run ``rules`` (those of them for the document's kind; the nested templates' with the other
+        rules); True when one of them keeps the document from the engines."""
         blocked = False
         contexts = [replace(ctx, parameters={**_env_parameters(self.doc(ex)), **self.options.parameters})
                     for ex in self._examples(doc)] or [ctx]
-        for rule in self.rules:
+        for rule in rules:
             if doc.kind in rule.kinds:
                 for each in contexts:  # an entry's template is checked with each of its examples
                     for raw in self._safe(rule, doc, each):
                         self.raw.append((doc, raw))
                         blocked = blocked or raw.rule_id in self.blocking
-        if doc.kind == "hot":
+        if doc.kind == "hot" and rules is self.other_rules:
             for each in contexts:
                 self._check_nested(doc, each, via=[])
         return blocked
