@@ -128,12 +128,29 @@ def load(name: str, root: Path | None = None) -> Recipe:
     return recipe
 
 
+_LOCKS: dict[str, tuple[tuple[int, int, int], Any]] = {}
+
+
+def lock_data(path: Path) -> Any:
+    """The parsed content of a lock file (shared: read it, do not change it). A lock lists every package of
+    its image (hundreds of lines) and validation reads each one for every entry and VNFD: the content is kept
+    while the file's size, mtime and inode stay. Raises OSError or yaml.YAMLError."""
+    st = path.stat()
+    signature = (st.st_size, st.st_mtime_ns, st.st_ino)
+    kept = _LOCKS.get(str(path))
+    if kept is not None and kept[0] == signature:
+        return kept[1]
+    data = yaml.load(path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    _LOCKS[str(path)] = (signature, data)
+    return data
+
+
 def read_lock(recipe: Recipe) -> Lock | None:
     path = recipe.lock_path
     if not path.is_file():
         return None
     try:
-        d = yaml.safe_load(path.read_text(encoding="utf-8"))
+        d = lock_data(path)
         return Lock(str(d["image"]), str(d["version"]), str(d["recipe"]),
                     {str(k): str(v) for k, v in d["packages"].items()}, str(d["sha256"]), int(d["size"]),
                     str(d.get("builder", "1")))

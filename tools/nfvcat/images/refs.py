@@ -14,7 +14,7 @@ import yaml
 
 from nfvcat import yamlpos
 from nfvcat.catalog import CATALOG_DIRS, entries
-from nfvcat.images.recipe import LOCK_NAME
+from nfvcat.images.recipe import LOCK_NAME, lock_data
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,7 @@ def image_entries(root: Path) -> dict[str, ImageLockInfo]:
         lock_path = entry_dir / LOCK_NAME
         if lock_path.is_file():
             try:
-                lock = yaml.safe_load(lock_path.read_text(encoding="utf-8"))
+                lock = lock_data(lock_path)
             except (OSError, yaml.YAMLError):
                 lock = None
         lock = lock if isinstance(lock, dict) else {}
@@ -182,7 +182,7 @@ def sync(root: Path, write: bool) -> list[Sync]:
     for info in images.values():
         readme = root / "images" / info.image / "README.md"
         lock_path = root / "images" / info.image / LOCK_NAME
-        lock = yaml.safe_load(lock_path.read_text(encoding="utf-8")) if lock_path.is_file() else {}
+        lock = lock_data(lock_path) if lock_path.is_file() else {}
         old = readme.read_text(encoding="utf-8") if readme.is_file() else f"# Image: {info.image}\n"
         new = sync_readme_text(old, readme_block(info, lock if isinstance(lock, dict) else {}))
         if new != old:

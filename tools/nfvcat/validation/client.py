@@ -101,8 +101,7 @@ def stop(timeout: float = 20) -> int | None:
 def validate(paths: list[str], options: Any) -> Any:
     """A pipeline Report through the server, or None when the server cannot be used."""
     from nfvcat.errors import UserError
-    from nfvcat.validation.executor import engine_timeout
-    from nfvcat.validation.model import Report
+    from nfvcat.validation.model import Report, engine_timeout
 
     site = site_for(options.site, options.catalog_root)
     message = {"op": "validate", "settings": settings_fingerprint(site), "cwd": os.getcwd(), "paths": list(paths),

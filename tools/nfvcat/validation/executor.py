@@ -20,11 +20,9 @@ import time
 from pathlib import Path
 from typing import Any, Protocol
 
+from nfvcat.validation.model import engine_timeout
+
 Payload = dict[str, Any]
-
-
-def engine_timeout() -> float:
-    return float(os.environ.get("NFVCAT_ENGINE_TIMEOUT", "900"))
 
 
 class EngineUnavailable(Exception):
@@ -52,8 +50,12 @@ def workers_per_engine() -> dict[str, int]:
 
 
 class Executor(Protocol):
+    streams: bool  # takes jobs one at a time as they are planned (``lanes`` of them at once)
+
+    def lanes(self, engine: str) -> int:
+        """How many of the engine's jobs it runs at once when it streams."""
     def start(self, engines: list[str]) -> None:
-        """Have these engines' workers load their engine now, while the caller runs the rules."""
+        """Have these engines' workers load their engine now, while the caller plans the other jobs."""
 
     def run_jobs(self, engine: str, payloads: list[Payload]) -> list[dict[str, Any]]: ...
 
@@ -90,8 +92,13 @@ def _last_line(text: str, code: int | None) -> str:
 class OneShotExecutor:
     """A worker process per engine for one validation; each gets one request, then end of input."""
 
+    streams = False  # one request per engine, with every job
+
     def __init__(self) -> None:
         self.procs: dict[str, subprocess.Popen[bytes] | str] = {}
+
+    def lanes(self, engine: str) -> int:
+        return 1
 
     def start(self, engines: list[str]) -> None:
         for name in engines:
@@ -235,8 +242,12 @@ class WorkerPool:
     """Persistent workers, started on first use and restarted when they die: ``workers`` by name, the
     engine's name for its first worker (``heat``), then ``heat-2``... for the extra ones (``counts``)."""
 
+    streams = True  # a validation hands it each job as soon as the job is planned (``lanes`` at a time)
+
     def __init__(self, log_dir: Path, engines: tuple[str, ...], counts: dict[str, int] | None = None):
         counts = workers_per_engine() if counts is None else counts
+        self.claiming = threading.Lock()
+        self.claimed: set[str] = set()
         self.by_engine = {engine: [Worker(engine, log_dir, engine if i == 1 else f"{engine}-{i}")
                                    for i in range(1, max(1, counts.get(engine, 1)) + 1)] for engine in engines}
         self.workers = {w.name: w for ws in self.by_engine.values() for w in ws}
@@ -267,7 +278,13 @@ class WorkerPool:
             raise EngineUnavailable(f"no engine {engine!r}")
         shares = _spread(payloads, len(workers))
         if len(shares) == 1:
-            return workers[0].request(payloads, engine_timeout())
+            worker, claimed = self._claim(workers)
+            try:
+                return worker.request(payloads, engine_timeout())
+            finally:
+                if claimed:
+                    with self.claiming:
+                        self.claimed.discard(worker.name)
         results: list[dict[str, Any] | None] = [None] * len(payloads)
         failures: list[EngineUnavailable] = []
 
@@ -289,6 +306,19 @@ class WorkerPool:
         if len(failures) == len(threads):
             raise failures[0]
         return [r if r is not None else unavailable(engine, "no answer") for r in results]
+
+    def lanes(self, engine: str) -> int:
+        """How many of the engine's jobs can run at once: its loaded workers (the first one always)."""
+        return sum(1 for i, w in enumerate(self.by_engine.get(engine, [])) if i == 0 or w.ready)
+
+    def _claim(self, workers: list[Worker]) -> tuple[Worker, bool]:
+        """A worker no other request of this pool holds, claimed; the first one, unclaimed, when all are."""
+        with self.claiming:
+            for worker in workers:
+                if worker.name not in self.claimed:
+                    self.claimed.add(worker.name)
+                    return worker, True
+            return workers[0], False
 
     def close(self) -> None:
         """Workers stay: the pool outlives one validation (``stop`` ends them)."""

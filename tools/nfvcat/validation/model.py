@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from nfvcat.findings import Finding, Suppressed
-
 if TYPE_CHECKING:
+    from nfvcat.findings import Finding, Suppressed
     from nfvcat.project import Project
+
+
+def engine_timeout() -> float:
+    """How long an engine may take over one request (``NFVCAT_ENGINE_TIMEOUT``, seconds)."""
+    return float(os.environ.get("NFVCAT_ENGINE_TIMEOUT", "900"))
 
 
 @dataclass
@@ -47,6 +52,8 @@ class Report:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Report:
+        from nfvcat.findings import Finding, Suppressed
+
         return cls([Finding.from_json(f) for f in data["findings"]], int(data["files"]), dict(data["timings"]),
                    dict(data["jobs"]), int(data["cache_hits"]), bool(data["engine_failed"]),
                    list(data.get("skipped", [])), list(data.get("excluded", [])),

@@ -10,6 +10,7 @@ server's persistent ones (``executor``).
 from __future__ import annotations
 
 import os
+import queue
 import threading
 import time
 from collections.abc import Callable
@@ -56,6 +57,8 @@ class Validation:
         self.timings: dict[str, float] = {}
         self.rules = all_rules()
         self.blocking = {r.id for r in self.rules if r.blocks_engines}
+        self.blocking_rules = [r for r in self.rules if r.blocks_engines]
+        self.other_rules = [r for r in self.rules if not r.blocks_engines]
         self.nesting_rules = [r for r in self.rules if r.follows_nesting]
         self.explicit: set[str] = set()
         self.spawned: dict[str, float] = {}
@@ -83,9 +86,6 @@ class Validation:
 
     def run(self) -> Report:
         t0 = time.monotonic()
-        targets = [self.doc(p) for p in dict.fromkeys(self.paths)]
-        self.skipped = [d.path for d in targets if discovery.skipped(d, self.explicit)]
-        targets = [d for d in targets if not discovery.skipped(d, self.explicit)]
         envs = [self.doc(p) for p in self.options.environments]
         params: dict[str, Any] = {}
         for env in envs:
@@ -95,25 +95,34 @@ class Validation:
                       flavors=catalog_flavors.by_name(self.root, self._data), networks=self._catalog_networks(),
                       require_signed=self.options.require_signed,
                       trust_ca=Path(self.options.trust_ca) if self.options.trust_ca else None)
-        self.timings["read"] = time.monotonic() - t0
-
-        # Jobs first, so the workers import Heat, Nova and tosca-parser while the rules run here.
-        t1 = time.monotonic()
-        checked = [doc for doc in dict.fromkeys(targets + envs) if self._prepare(doc, ctx)]
-        pending, hits = self._lookup()
-        for name in pending:
-            self.spawned[name] = time.monotonic()
+        # Document by document: read it, plan its jobs, run the rules that can keep it from the engines,
+        # and hand its jobs over at once, so that the engines work while the next documents are read (an
+        # executor that streams: the engine server's) or start loading their engine (one-shot workers).
+        targets: list[Document] = []
+        checked: list[Document] = []
+        seen: set[str] = set()
+        hits = 0
+        engines = _Engines(self)
         try:
-            self.executor.start(list(pending))
-            blocked = {doc for doc in checked if self._rules(doc, ctx)}
+            for doc in self._documents(targets, envs):
+                if doc.abspath in seen:
+                    continue
+                seen.add(doc.abspath)
+                if not self._prepare(doc, ctx):
+                    continue
+                checked.append(doc)
+                if self._rules(doc, ctx, self.blocking_rules):
+                    self.jobs = [job for job in self.jobs if job.doc is not doc]
+                    continue
+                mine, found = self._lookup([job for job in self.jobs if job.doc is doc])
+                hits += found
+                engines.submit(mine)
+            self.timings["read"] = time.monotonic() - t0
+            t1 = time.monotonic()
+            for doc in checked:
+                self._rules(doc, ctx, self.other_rules)
             self.timings["rules"] = time.monotonic() - t1
-            self.jobs = [job for job in self.jobs if job.doc not in blocked]
-            threads = [threading.Thread(target=self._engine, daemon=True, args=(
-                name, [(k, j) for k, j in batch if j.doc not in blocked])) for name, batch in pending.items()]
-            for t in threads:
-                t.start()
-            for t in threads:
-                t.join()
+            engines.finish()
         finally:
             self.executor.close()
         findings = sorted(set(self._locate()))
@@ -125,6 +134,18 @@ class Validation:
         findings, suppressed = suppress.split(findings, self.docs, self.options.project)
         return Report(findings, len(targets), self.timings, jobs, hits, failed,
                       self.skipped, self.excluded, suppressed)
+
+    def _documents(self, targets: list[Document], envs: list[Document]) -> Any:
+        """The documents to check, each read when it is its turn: the paths (``targets`` gets those not
+        skipped), then the environments."""
+        for path in dict.fromkeys(self.paths):
+            doc = self.doc(path)
+            if discovery.skipped(doc, self.explicit):
+                self.skipped.append(doc.path)
+                continue
+            targets.append(doc)
+            yield doc
+        yield from envs
 
     # -- in-process rules, then engine jobs -------------------------------------------------------
     def _prepare(self, doc: Document, ctx: Context) -> bool:
@@ -148,18 +169,19 @@ class Validation:
             self.jobs.append(job)
         return True
 
-    def _rules(self, doc: Document, ctx: Context) -> bool:
-        """Run the in-process rules; True when one of them keeps the document from the engines."""
+    def _rules(self, doc: Document, ctx: Context, rules: list[Rule]) -> bool:
+        """Run ``rules`` (those of them for the document's kind; the nested templates' with the other
+        rules); True when one of them keeps the document from the engines."""
         blocked = False
         contexts = [replace(ctx, parameters={**_env_parameters(self.doc(ex)), **self.options.parameters})
                     for ex in self._examples(doc)] or [ctx]
-        for rule in self.rules:
+        for rule in rules:
             if doc.kind in rule.kinds:
                 for each in contexts:  # an entry's template is checked with each of its examples
                     for raw in self._safe(rule, doc, each):
                         self.raw.append((doc, raw))
                         blocked = blocked or raw.rule_id in self.blocking
-        if doc.kind == "hot":
+        if doc.kind == "hot" and rules is self.other_rules:
             for each in contexts:
                 self._check_nested(doc, each, via=[])
         return blocked
@@ -210,11 +232,11 @@ class Validation:
             return [RawFinding(EngineFailure.id, (), f"rule {rule.id} failed: {type(exc).__name__}: {exc}")]
 
     # -- engines --------------------------------------------------------------------------------
-    def _lookup(self) -> tuple[dict[str, list[tuple[str, EngineJob]]], int]:
+    def _lookup(self, jobs: list[EngineJob]) -> tuple[dict[str, list[tuple[str, EngineJob]]], int]:
         """Cached results into their jobs; the rest by engine, with their cache keys."""
         hits = 0
         pending: dict[str, list[tuple[str, EngineJob]]] = {}
-        for job in self.jobs:
+        for job in jobs:
             if job.result is not None:  # decided without its engine
                 continue
             key = cache.job_key(job.engine, job.payload)
@@ -227,7 +249,7 @@ class Validation:
         return pending, hits
 
     def _engine(self, name: str, batch: list[tuple[str, EngineJob]]) -> None:
-        t0 = self.spawned.get(name, time.monotonic())
+        """Run ``batch`` (one request to the executor) and keep its results in the jobs and the cache."""
         try:
             results = self.executor.run_jobs(name, [job.payload for _, job in batch])
         except EngineUnavailable as exc:
@@ -238,8 +260,9 @@ class Validation:
                     cache.put(key, result)
         for (_, job), result in zip(batch, results, strict=True):
             job.result = result
-        if batch:
-            self.timings[f"engine {name}"] = time.monotonic() - t0
+        if batch:  # from the engine's first job to its last result
+            took = time.monotonic() - self.spawned.get(name, time.monotonic())
+            self.timings[f"engine {name}"] = max(took, self.timings.get(f"engine {name}", 0.0))
 
     # -- mapping paths to lines -----------------------------------------------------------------
     def _locate(self) -> list[Finding]:
@@ -265,6 +288,58 @@ class Validation:
         if raw.file and not os.path.isfile(raw.file):
             shown = raw.file  # a member of an archive, say
         return Finding(shown, line, col, raw.rule_id, raw.message, raw.engine)
+
+
+class _Engines:
+    """Hands a validation's engine jobs to its executor. One that streams (the engine server's pool) gets
+    each job as soon as its document is planned, on as many lanes per engine as it has loaded workers;
+    any other gets each engine's jobs in one request once every document is planned, its workers started
+    at the first job (they load their engine meanwhile)."""
+
+    def __init__(self, validation: Validation):
+        self.v = validation
+        self.streams = validation.executor.streams
+        self.queues: dict[str, queue.SimpleQueue[tuple[str, EngineJob] | None]] = {}
+        self.lanes: dict[str, list[threading.Thread]] = {}
+        self.batches: dict[str, list[tuple[str, EngineJob]]] = {}
+
+    def submit(self, pending: dict[str, list[tuple[str, EngineJob]]]) -> None:
+        for name, batch in pending.items():
+            if name not in self.v.spawned:
+                self.v.spawned[name] = time.monotonic()
+                self.v.executor.start([name])
+                if self.streams:
+                    self.queues[name] = queue.SimpleQueue()
+                    count = max(1, self.v.executor.lanes(name))
+                    self.lanes[name] = [threading.Thread(target=self._lane, args=(name, self.queues[name]),
+                                                         daemon=True) for _ in range(count)]
+                    for lane in self.lanes[name]:
+                        lane.start()
+            if self.streams:
+                for item in batch:
+                    self.queues[name].put(item)
+            else:
+                self.batches.setdefault(name, []).extend(batch)
+
+    def _lane(self, name: str, jobs: queue.SimpleQueue[tuple[str, EngineJob] | None]) -> None:
+        while (item := jobs.get()) is not None:
+            try:
+                self.v._engine(name, [item])
+            except Exception as exc:  # never a job without a result: it says why it has none
+                item[1].result = unavailable(name, f"{type(exc).__name__}: {exc}")
+
+    def finish(self) -> None:
+        """Wait for every job's result."""
+        threads = []
+        for name, lanes in self.lanes.items():
+            for _ in lanes:
+                self.queues[name].put(None)
+            threads += lanes
+        for name, batch in self.batches.items():
+            threads.append(threading.Thread(target=self.v._engine, args=(name, batch), daemon=True))
+            threads[-1].start()
+        for t in threads:
+            t.join()
 
 
 def validate_paths(paths: list[str], options: Options | None = None, executor: Executor | None = None,
