@@ -5,6 +5,7 @@ no way to upload an unverified image."""
 from __future__ import annotations
 
 import hashlib
+import json
 import shutil
 from pathlib import Path
 from typing import Any
@@ -135,6 +136,27 @@ def test_without_image_options_a_missing_build_is_built_verified_and_uploaded(
     assert any("no cached build of images/demo 1.0.0, building it" in s for s in said)
     uploads = [r for r in m.request_history if r.method == "PUT" and r.path.endswith("/file")]
     assert len(uploads) == 1
+
+
+def test_the_cached_build_of_the_lock_is_uploaded_without_building(cat: Path, cloud: Any,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    m, conn = cloud
+    r = recipe.load("demo", cat)
+    lock = recipe.read_lock(r)
+    assert lock is not None
+    lock.recipe = r.digest()  # the fixture lock was written by hand: make it the lock of this recipe
+    recipe.write_lock(r, lock)
+    motd = (cat / "images" / "demo" / "files" / "motd").read_bytes()
+    entry = build.cache_dir() / build.cache_key(r, lock)
+    entry.mkdir(parents=True)
+    (entry / "disk.qcow2").write_bytes(motd)
+    (entry / "lock.json").write_text(json.dumps(lock.as_dict()))
+    monkeypatch.setattr(build, "build", _no_build)
+    _glance_accepts(m, motd)
+    said: list[str] = []
+    actions = onboarding.images(conn, cat, None, {}, False, said.append)
+    assert [(a.verb, a.name) for a in actions] == [("create", "demo-1.0.0")]
+    assert not any("building" in s for s in said), said
 
 
 def test_a_build_that_is_not_the_locked_image_is_never_uploaded(cat: Path, cloud: Any,

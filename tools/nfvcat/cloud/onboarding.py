@@ -80,8 +80,8 @@ def image_file(img: dict[str, Any], root: Path, image_dir: Path | None, override
         return None
     from nfvcat.images import build, lab, recipe
 
-    if say is None or not (img.get("checksum") or {}).get("value"):  # no lock: nothing a build could match
-        hit = build.cached(recipe.load(str(img["image"]), root))
+    hit = build.cached(recipe.load(str(img["image"]), root))
+    if hit is not None or say is None or not (img.get("checksum") or {}).get("value"):  # no lock: nothing to match
         return hit.disk if hit is not None else None
     say(f"image {img['name']}: no cached build of images/{img['image']} {img.get('version')}, building it")
     return lab.image(str(img["image"]), say, root).disk
