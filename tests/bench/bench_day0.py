@@ -7,7 +7,7 @@ the arms is whether the ACL tables are loaded in the vRouter's namespace (``nft 
 vRouter's setup compiled, or of an empty replacement; same namespaces, links, offloads, routes and traffic;
 no connection tracking anywhere). By default (``--method toggle``) the arms take turns within one iperf3 run
 (client and server pinned to CPUs 0 and 1, ``--pin``): every other period is plain, the other arms (acl,
-``--control``, ``--old``, ``--conntrack``) rotate in between, each period loads its arm's tables, waits
+``--control``, ``--hooks``, ``--old``, ``--conntrack``) rotate in between, each period loads its arm's tables, waits
 ``--settle`` seconds and counts the receiving interface's bytes (or packets with ``--udp``) over ``--period``
 seconds; a warm-up round first is discarded. A sample's ratio is its value over the mean of the two plain
 periods around it, which cancels load from other users of the machine that changes slowly against a period;
@@ -23,7 +23,7 @@ whose ratio shows what the comparison reads between identical arms on this machi
 
 Run: .venv/bin/python tests/bench/bench_day0.py [--method toggle|runs] [--period 0.5] [--settle 0.2]
      [--seconds 5] [--samples 40] [--rules 20,100,1000] [--streams 1,4] [--udp BYTES] [--old REV] [--control]
-     [--conntrack] [--pin C,S] [--no-tunnel] [--no-vm] [--json FILE]
+     [--hooks] [--conntrack] [--pin C,S] [--no-tunnel] [--no-vm] [--json FILE]
 """
 
 from __future__ import annotations
@@ -60,6 +60,14 @@ NO_TABLES = ("table netdev vrouter_l2\ndelete table netdev vrouter_l2\n"
 CONNTRACK = ("table inet bench_ct {\n  chain ct_forward {\n    type filter hook forward priority -10; policy accept;\n"
              "    ct state invalid counter drop\n  }\n}\n")
 ACL_PARAMETERS = ("acl_left_l2", "acl_right_l2", "acl_forward")
+# the ACL's base chains with no rule in them: what the hooks alone cost a packet
+HOOKS_ONLY = ("table netdev vrouter_l2 {{\n"
+              "  chain acl_left_in {{\n"
+              "    type filter hook ingress device \"{left}\" priority -500; policy accept;\n  }}\n"
+              "  chain acl_right_in {{\n"
+              "    type filter hook ingress device \"{right}\" priority -500; policy accept;\n  }}\n"
+              "}}\ntable inet vrouter_l3 {{\n"
+              "  chain acl_forward {{\n    type filter hook forward priority filter; policy accept;\n  }}\n}}\n")
 
 
 def _interrupt(signum: int, frame: object) -> None:
@@ -307,6 +315,11 @@ def acl_bench(chain: c.Chain, work: Path, args: argparse.Namespace) -> list[dict
         arms = [Arm("plain", plain_nft), Arm("acl", new_nft)]
         if args.control:  # the plain arm once more: what the comparison reads between identical arms
             arms.append(Arm("control", plain_nft))
+        if args.hooks:
+            hooks_nft = work / "hooks.nft"
+            hooks_nft.write_text(NO_TABLES + HOOKS_ONLY.format(left=chain.ifname[("vr", "left")],
+                                                               right=chain.ifname[("vr", "right")]))
+            arms.append(Arm("hooks", hooks_nft))
         if args.conntrack:
             ct_nft = work / f"ct-{n}.nft"
             ct_nft.write_text(new_nft.read_text() + CONNTRACK)
@@ -427,6 +440,8 @@ def main() -> None:
     parser.add_argument("--old", metavar="REV", help="also measure the chain-walk ACL of the vrouter hook at REV")
     parser.add_argument("--control", action="store_true",
                         help="also measure the plain arm a second time, as a control (its ratio is the noise)")
+    parser.add_argument("--hooks", action="store_true",
+                        help="also measure the ACL's base chains without any rule (the hooks' own cost)")
     parser.add_argument("--conntrack", action="store_true",
                         help="also measure the ACL with connection tracking of the forwarded packets on")
     parser.add_argument("--pin", metavar="C,S", default="0,1",
