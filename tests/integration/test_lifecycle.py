@@ -157,9 +157,12 @@ def test_chain_that_cannot_fit_fails_cleanly(conn: Any) -> None:
 def test_interrupted_instantiate_converges(conn: Any) -> None:
     import os
 
+    # Ctrl-C as a user's terminal sends it: the child starts with SIGINT's default action even when this run
+    # was started in the background (a non-interactive shell's `cmd &` ignores SIGINT, which the child would
+    # inherit: Python then installs no KeyboardInterrupt and the interrupt is never delivered).
     proc = subprocess.Popen([*NFVCAT, "instantiate", "chain-vrouter", "-e", "ovs-dpdk"], cwd=ROOT,
                             env={**os.environ, "OS_CLOUD": CLOUD}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            text=True)
+                            text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 120
     while conn.orchestration.find_stack("chain-vrouter") is None and time.monotonic() < deadline:
         time.sleep(0.5)
