@@ -124,6 +124,7 @@ class Validation:
             self.timings["rules"] = time.monotonic() - t1
             engines.finish()
         finally:
+            engines.close_lanes()  # a validation that failed half-way leaves no lane waiting for jobs
             self.executor.close()
         findings = sorted(set(self._locate()))
         self.timings["total"] = time.monotonic() - t0
@@ -254,6 +255,8 @@ class Validation:
             results = self.executor.run_jobs(name, [job.payload for _, job in batch])
         except EngineUnavailable as exc:
             results = [unavailable(name, exc) for _ in batch]
+        except Exception as exc:  # never a job without a result: it says why it has none
+            results = [unavailable(name, f"{type(exc).__name__}: {exc}") for _ in batch]
         else:
             for (key, _), result in zip(batch, results, strict=True):
                 if not any(f.get("id") == EngineFailure.id for f in result.get("findings", [])):
@@ -302,6 +305,7 @@ class _Engines:
         self.queues: dict[str, queue.SimpleQueue[tuple[str, EngineJob] | None]] = {}
         self.lanes: dict[str, list[threading.Thread]] = {}
         self.batches: dict[str, list[tuple[str, EngineJob]]] = {}
+        self.closed: list[threading.Thread] = []
 
     def submit(self, pending: dict[str, list[tuple[str, EngineJob]]]) -> None:
         for name, batch in pending.items():
@@ -323,18 +327,19 @@ class _Engines:
 
     def _lane(self, name: str, jobs: queue.SimpleQueue[tuple[str, EngineJob] | None]) -> None:
         while (item := jobs.get()) is not None:
-            try:
-                self.v._engine(name, [item])
-            except Exception as exc:  # never a job without a result: it says why it has none
-                item[1].result = unavailable(name, f"{type(exc).__name__}: {exc}")
+            self.v._engine(name, [item])
 
-    def finish(self) -> None:
-        """Wait for every job's result."""
-        threads = []
+    def close_lanes(self) -> None:
+        """No more jobs: each lane ends after the jobs queued (idempotent; also when planning failed)."""
         for name, lanes in self.lanes.items():
             for _ in lanes:
                 self.queues[name].put(None)
-            threads += lanes
+        self.closed, self.lanes = self.closed + [t for ts in self.lanes.values() for t in ts], {}
+
+    def finish(self) -> None:
+        """Wait for every job's result."""
+        self.close_lanes()
+        threads = list(self.closed)
         for name, batch in self.batches.items():
             threads.append(threading.Thread(target=self.v._engine, args=(name, batch), daemon=True))
             threads[-1].start()
