@@ -54,6 +54,7 @@ class Executor(Protocol):
 
     def lanes(self, engine: str) -> int:
         """How many of the engine's jobs it runs at once when it streams."""
+
     def start(self, engines: list[str]) -> None:
         """Have these engines' workers load their engine now, while the caller plans the other jobs."""
 
