@@ -49,7 +49,7 @@ resources:
     type: OS::Nova::Server
     properties:
       name: {list_join: ['-', [bench-vnf, {get_param: index}]]}
-      image: nfvcat-debian12-vnf
+      image: {image}
       flavor: nfvcat-bench.pinned1
       networks: [{port: {get_resource: port}}]
 """
@@ -120,7 +120,10 @@ def main() -> int:
         tdir = state / "bench-10"
         tdir.mkdir(exist_ok=True)
         (tdir / "ten.yaml").write_text(TEN_VNF)
-        (tdir / "vnf.yaml").write_text(ONE_VNF)
+        from nfvcat.images import refs
+
+        image = str(refs.glance_images(ROOT)[0]["name"])  # a product image `onboard` put on the cloud above
+        (tdir / "vnf.yaml").write_text(ONE_VNF.replace("{image}", image))
         create = run(openstack, "stack", "create", "--wait", "-t", str(tdir / "ten.yaml"), "bench-ten", env=env)
         run(nfvcat, "check", "bench-ten", "--format", "json", env=env, ok=(0, 2))  # warm-up
         checks = [run(nfvcat, "check", "bench-ten", "--format", "json", env=env, ok=(0, 2))
