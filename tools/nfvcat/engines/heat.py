@@ -97,7 +97,6 @@ def setup() -> None:
     template_utils.utils.read_url_content = _local_only
     template_utils.request = _LocalRequest()  # the template and environment files it opens itself
     _keep_parsed_texts(template_utils.template_format)
-    _keep_global_lookups()
     from heat.engine import stack
 
     stack.time = _NoYield()
@@ -172,46 +171,9 @@ def _keep_parsed_texts(client_format: Any, size: int = 256) -> None:
             parsed[tmpl_str] = parse(tmpl_str)
             while len(parsed) > size:
                 parsed.popitem(last=False)
-        return _copy_data(parsed[tmpl_str])
+        return copy.deepcopy(parsed[tmpl_str])
 
     client_format.parse = keeping
-
-
-def _copy_data(value: Any) -> Any:
-    """A deep copy of parsed YAML/JSON data (dicts, lists, scalars), several times faster than
-    ``copy.deepcopy``, which this copy falls back to for anything else."""
-    if isinstance(value, dict):
-        return {k: _copy_data(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_copy_data(v) for v in value]
-    if value is None or isinstance(value, (str, int, float, bool)):
-        return value
-    return copy.deepcopy(value)
-
-
-def _keep_global_lookups() -> None:
-    """Heat looks a resource type up in its global registry several times per resource, and each look-up
-    walks every one of the registry's ~300 entries for wildcard patterns. The global registry is fixed once
-    the plugins are loaded (user environments, which can change, are separate registries), so the global
-    registry's matches for a (type, name) are kept: the same matches in the same order, found once. A
-    registry that did change (its size) starts over."""
-    from heat.engine import resources
-
-    registry = resources.global_env().registry
-    lookup = registry.iterable_by
-    kept: dict[tuple[Any, Any], list[Any]] = {}
-    size = [len(registry._registry)]
-
-    def iterable_by(resource_type: Any, resource_name: Any = None) -> Any:
-        if len(registry._registry) != size[0]:
-            kept.clear()
-            size[0] = len(registry._registry)
-        key = (resource_type, resource_name)
-        if key not in kept:
-            kept[key] = list(lookup(resource_type, resource_name))
-        return iter(kept[key])
-
-    registry.iterable_by = iterable_by
 
 
 def _values_of_uncreated(res: Any) -> set[str]:
