@@ -81,17 +81,22 @@ def image_file(img: dict[str, Any], root: Path, image_dir: Path | None, override
     from nfvcat.images import build, lab, recipe
 
     hit = build.cached(recipe.load(str(img["image"]), root))
-    if hit is not None or say is None or not (img.get("checksum") or {}).get("value"):  # no lock: nothing to match
+    if hit is not None or say is None or not locked_sha256(img):  # no lock: nothing to match
         return hit.disk if hit is not None else None
     say(f"image {img['name']}: no cached build of images/{img['image']} {img.get('version')}, building it")
     return lab.image(str(img["image"]), say, root).disk
+
+
+def locked_sha256(img: dict[str, Any]) -> str:
+    """The sha256 of a catalog image reference, generated from its image's lock ("" when never built)."""
+    return str((img.get("checksum") or {}).get("value") or "").lower()
 
 
 def verified(img: dict[str, Any], path: Path) -> str:
     """The file's sha256 when it is the catalog image's (its lock's sha256); anything else is refused before a
     byte is uploaded. There is no way around it: an image that was never built has no checksum to trust."""
     name = str(img["name"])
-    want = str((img.get("checksum") or {}).get("value") or "").lower()
+    want = locked_sha256(img)
     where = f"images/{img.get('image')} {img.get('version')}"
     if not want:
         raise UserError(f"image {name}: {where} has no lock, so no sha256 to verify {path} against: run "
@@ -115,7 +120,7 @@ def images(conn: Any, root: Path, image_dir: Path | None, overrides: dict[str, P
     files: list[tuple[dict[str, Any], Path, str]] = []
     for img in known:  # every file is found (or built) and verified before anything is uploaded
         path = image_file(img, root, image_dir, overrides, None if dry_run else say)
-        if path is None and dry_run and image_dir is None and (img.get("checksum") or {}).get("value"):
+        if path is None and dry_run and image_dir is None and locked_sha256(img):
             out.append(Action("image", str(img["name"]), "build", f"images/{img.get('image')} {img.get('version')} "
                               "is not built here: onboard builds it (minutes), verifies and uploads it"))
             continue
