@@ -130,6 +130,38 @@ def test_unsaved_content_gives_the_same_findings_with_and_without_the_server(ser
     assert server.status() is not None and compared >= len(pairs), "the fail contents have findings"
 
 
+def test_every_output_and_a_user_error_are_the_same_with_and_without_the_server(server: Server,
+                                                                             tmp_path: Path) -> None:
+    """The server prints a command line's call itself (text, SARIF, suppressed findings, --strict's exit
+    code, a missing environment file's one-line error): byte for byte what the command prints in-process."""
+    fixtures = [str(RULES / r / "fail.yaml") for r in ("E1001", "W1005", "E2001", "E6001")]
+    calls = [("--format", "text", "--show-suppressed", *fixtures), ("--format", "sarif", *fixtures),
+             ("--strict", str(RULES / "W1005" / "fail.yaml")), ("-e", str(tmp_path / "missing.yaml"), fixtures[0])]
+    for args in calls:
+        alone = server.run("validate", "--no-server", *args)
+        served = server.run("validate", *args)
+        assert server.status() is not None
+        assert (served.returncode, served.stdout, served.stderr) == (alone.returncode, alone.stdout, alone.stderr)
+        assert alone.returncode in (1, 2), (args, alone.returncode, alone.stderr)
+    assert served.stderr.startswith("nfvcat: error: environment file ") and served.stderr.count("\n") == 1
+
+
+def test_a_warm_call_imports_no_engine_rule_or_catalog_code(server: Server, tmp_path: Path) -> None:
+    """What a warm ``nfvcat validate`` imports is its start-up time: the server reads, validates and prints."""
+    tpl = tmp_path / "t.yaml"
+    tpl.write_text(TEMPLATE)
+    assert server.validate(str(tpl)) == (0, [])
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "nfvcat", "validate", str(tpl)], cwd=ROOT,
+                          capture_output=True, text=True, env={**os.environ, **server.env}, timeout=120)
+    assert proc.returncode == 0 and "0 error(s)" in proc.stdout, proc.stderr[-2000:]
+    imported = {line.split("|")[-1].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")}
+    assert "nfvcat.validation.wire" in imported, "the call went through the server's client"
+    heavy = sorted(m for m in imported if m.split(".")[0] in ("yaml", "heat", "nova", "toscaparser", "dataclasses")
+                   or m.startswith(("nfvcat.rules", "nfvcat.engines", "nfvcat.catalog", "nfvcat.documents",
+                                    "nfvcat.validation.pipeline", "nfvcat.validation.model", "nfvcat.project")))
+    assert heavy == [], heavy
+
+
 def test_stop_leaves_no_socket_pid_file_or_worker(server: Server, tmp_path: Path) -> None:
     (tmp_path / "t.yaml").write_text(TEMPLATE)
     assert server.validate(str(tmp_path / "t.yaml")) == (0, [])

@@ -11,7 +11,7 @@ import json
 import time
 
 from nfvcat.errors import EXIT_ENGINE, EXIT_OK
-from nfvcat.validation import client, server
+from nfvcat.validation import client, server, wire
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -33,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
     if args.action == "start":
         status = client.start(server.site_for(args.site), args.idle)
         if status is None:
-            _print(args, {"status": None}, f"the engine server did not start; see {server.server_dir()}/server.log")
+            _print(args, {"status": None}, f"the engine server did not start; see {wire.server_dir()}/server.log")
             return EXIT_ENGINE
     else:
         status = client.status()

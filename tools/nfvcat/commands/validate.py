@@ -8,15 +8,10 @@ with --strict); 3 an engine could not run, so the result is incomplete.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 
-from nfvcat import project
 from nfvcat.commands import options
-from nfvcat.errors import EXIT_ENGINE, EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, UserError
 from nfvcat.validation import client
-from nfvcat.validation import report as output
-from nfvcat.validation.model import Options, Report
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -48,55 +43,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def exit_code(report: Report, strict: bool) -> int:
-    if report.engine_failed:
-        return EXIT_ENGINE
-    failing = {"error", "warning"} if strict else {"error"}
-    return EXIT_FINDINGS if any(f.severity in failing for f in report.findings) else EXIT_OK
-
-
 def run(args: argparse.Namespace) -> int:
-    for env in args.environment:
-        try:
-            with open(env, "rb"):
-                pass
-        except OSError as exc:
-            raise UserError(f"environment file {env}: {exc.strerror}") from None
-    overlays = {}
+    call = {k: v for k, v in vars(args).items() if k not in ("func", "command")}
     if args.stdin_filename:
-        if args.paths:
-            raise UserError("--stdin-filename validates standard input as that file: give no PATH", EXIT_USAGE)
-        overlays[os.path.abspath(args.stdin_filename)] = sys.stdin.read()
-        args.paths = [args.stdin_filename]
-    proj = project.load()
-    options = Options(environments=args.environment, parameters=dict(args.parameter), site=args.site or proj.site,
-                      use_cache=not args.no_cache, project=proj, skip_unknown=args.skip_unknown,
-                      require_signed=args.require_signed, trust_ca=args.trust_ca, overlays=overlays)
-    report = None
+        call["stdin"] = sys.stdin.read()
     if not (args.no_server or client.disabled()):
-        report = client.validate(args.paths, options)
-    if report is None:
-        from nfvcat.validation.pipeline import validate_paths
+        answer = client.run(call)
+        if answer is not None:
+            code, out, err = answer
+            sys.stdout.write(out)
+            sys.stderr.write(err)
+            return code
+    from nfvcat.validation import invocation
 
-        report = validate_paths(args.paths, options)
-    if args.format == "json":
-        print(output.as_json(report.findings, report.files, report.skipped, report.excluded, report.suppressed))
-    elif args.format == "sarif":
-        from nfvcat.rules import all_rules
-
-        print(output.sarif(report.findings, all_rules(), report.suppressed))
-    else:
-        print(output.text(report.findings, report.files, len(report.skipped), len(report.excluded),
-                          report.suppressed, args.show_suppressed))
-    if args.timings:
-        print(timings_text(report), file=sys.stderr)
-    return exit_code(report, args.strict or proj.strict)
-
-
-def timings_text(report: Report) -> str:
-    lines = [f"timings: {report.files} file(s), {sum(report.jobs.values())} engine job(s), "
-             f"{report.cache_hits} from cache"]
-    for name, seconds in sorted(report.timings.items(), key=lambda kv: (kv[0] == "total", kv[0])):
-        jobs = report.jobs.get(name.removeprefix("engine "), "")
-        lines.append(f"  {name:<16} {seconds:7.3f} s" + (f"  ({jobs} job(s))" if jobs else ""))
-    return "\n".join(lines)
+    return invocation.execute(call, sys.stdout, sys.stderr)

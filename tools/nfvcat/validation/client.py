@@ -1,19 +1,22 @@
 """The engine server's client: validate through the server, starting it when none runs.
 
-``validate`` returns None when the server cannot be used (it could not start, or died twice): the caller
-then validates in-process, which gives the same findings. ``NFVCAT_NO_SERVER=1`` (or ``--no-server``)
-skips the server altogether.
+``run`` (the command line's) and ``validate`` (the language server's) return None when the server cannot be
+used (it could not start, or died twice): the caller then validates in-process, which gives the same
+findings. ``NFVCAT_NO_SERVER=1`` (or ``--no-server``) skips the server altogether.
+
+A warm call imports only this module and ``wire``: what the server needs to know about the call (its
+arguments, directory and settings) goes over the socket, and the server answers with the output.
 """
 
 from __future__ import annotations
 
 import os
-import socket
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
-from nfvcat.validation.server import private_dir, receive, send, settings_fingerprint, site_for, socket_path
+from nfvcat.validation import wire
 
 START_TIMEOUT = 30.0  # the server answers as soon as it listens; engines load on the first request
 
@@ -22,37 +25,15 @@ def disabled() -> bool:
     return os.environ.get("NFVCAT_NO_SERVER", "") not in ("", "0")
 
 
-def connect() -> socket.socket | None:
-    """A connection to the running server, or None (no server, or a stale socket)."""
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    sock.settimeout(2)
-    try:
-        sock.connect(str(socket_path()))
-    except OSError:
-        sock.close()
-        return None
-    return sock
-
-
-def request(message: dict[str, Any], timeout: float) -> dict[str, Any] | None:
-    sock = connect()
-    if sock is None:
-        return None
-    with sock:
-        try:
-            send(sock, message)
-        except OSError:
-            return None
-        return receive(sock, timeout)
-
-
 def status() -> dict[str, Any] | None:
-    reply = request({"op": "status"}, 10)
+    reply = wire.request({"op": "status"}, 10)
     return reply.get("status") if reply else None
 
 
 def start(site: str | None = None, idle: float | None = None) -> dict[str, Any] | None:
     """Start the server in the background (no-op when one answers); its status, or None if it did not come up."""
+    from nfvcat.validation.server import private_dir
+
     current = status()
     if current is not None:
         return current
@@ -88,7 +69,7 @@ def stop(timeout: float = 20) -> int | None:
     """Stop the running server and wait until it is gone; its pid, or None when none ran."""
     from nfvcat.devcloud.procs import alive
 
-    reply = request({"op": "stop"}, 10)
+    reply = wire.request({"op": "stop"}, 10)
     if not reply:
         return None
     pid = int(reply.get("stopped", 0))
@@ -98,29 +79,57 @@ def stop(timeout: float = 20) -> int | None:
     return pid
 
 
+def run(args: dict[str, Any]) -> tuple[int, str, str] | None:
+    """``nfvcat validate`` with these arguments (the command's, as plain data) run by the server in this
+    directory: (exit code, stdout, stderr), or None when the server cannot be used."""
+    reply = _exchange({"op": "run", "cwd": os.getcwd(), "args": args}, lambda: _site_of_call(args))
+    if reply is None or "output" not in reply:
+        return None
+    out = reply["output"]
+    return int(out["exit"]), str(out["stdout"]), str(out["stderr"])
+
+
 def validate(paths: list[str], options: Any) -> Any:
     """A pipeline Report through the server, or None when the server cannot be used."""
-    from nfvcat.errors import UserError
-    from nfvcat.validation.model import Report, engine_timeout
+    from nfvcat.validation.model import Report
+    from nfvcat.validation.server import site_for
 
     site = site_for(options.site, options.catalog_root)
-    message = {"op": "validate", "settings": settings_fingerprint(site), "cwd": os.getcwd(), "paths": list(paths),
+    message = {"op": "validate", "site": site, "cwd": os.getcwd(), "paths": list(paths),
                "options": {"environments": list(options.environments), "parameters": dict(options.parameters),
                            "site": options.site, "use_cache": options.use_cache,
                            "require_signed": options.require_signed, "trust_ca": options.trust_ca,
                            "skip_unknown": options.skip_unknown, "overlays": dict(options.overlays),
                            "project": str(options.project.path) if options.project and options.project.path else None}}
+    reply = _exchange(message, lambda: site)
+    return Report.from_json(reply["report"]) if reply is not None and "report" in reply else None
+
+
+def _exchange(message: dict[str, Any], site: Callable[[], str | None]) -> dict[str, Any] | None:
+    """The server's answer to a validation request (with this process's settings), starting or restarting the
+    server as needed (``site``: the site profile a server started for it is given); None when none answers
+    or it refused or failed (the caller then validates in-process). A user error is raised here."""
+    message = {**message, "caller": wire.caller()}
     for _attempt in range(3):
-        reply = request(message, engine_timeout() + 60)
+        reply = wire.request(message, wire.engine_timeout() + 60)
         if reply is None or "restart" in reply:  # none runs, it died, or it is not this nfvcat's
             if reply is not None:
                 stop()
-            if start(site) is None:
+            if start(site()) is None:
                 return None
             continue
         if "user_error" in reply:
+            from nfvcat.errors import UserError
+
             raise UserError(str(reply["user_error"]), int(reply.get("exit_code", 1)))
-        if "report" in reply:
-            return Report.from_json(reply["report"])
-        return None  # refused or failed: in-process
+        return reply
     return None
+
+
+def _site_of_call(args: dict[str, Any]) -> str | None:
+    """The site profile of a command-line call (only to start a server for it)."""
+    from nfvcat.validation.invocation import prepare
+    from nfvcat.validation.server import site_for
+
+    options = prepare(args).options
+    return site_for(options.site, options.catalog_root)

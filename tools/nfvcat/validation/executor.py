@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any, Protocol
 
-from nfvcat.validation.model import engine_timeout
+from nfvcat.validation.wire import engine_timeout
 
 Payload = dict[str, Any]
 

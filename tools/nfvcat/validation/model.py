@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -10,11 +9,6 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from nfvcat.findings import Finding, Suppressed
     from nfvcat.project import Project
-
-
-def engine_timeout() -> float:
-    """How long an engine may take over one request (``NFVCAT_ENGINE_TIMEOUT``, seconds)."""
-    return float(os.environ.get("NFVCAT_ENGINE_TIMEOUT", "900"))
 
 
 @dataclass

@@ -3,13 +3,15 @@ imported and warm so that a changed template is validated in a fraction of a sec
 
 It listens on a Unix socket in a private (0700) directory under the cache directory, never on a network
 port, and answers only processes of its own user (SO_PEERCRED). A request is one JSON line, the answer one
-JSON line. The client sends a fingerprint of what only it knows (its Python, the NFVCAT_* settings, the site
-profile); the server checks, while it validates, that nfvcat's code and the installed packages (engine
-versions) are still those it started with. When either differs, the server answers "restart" (never a
-result from the old code) and exits, and the client starts a new one. The server exits after an idle
-time (``NFVCAT_SERVER_IDLE``, default 15 min), on ``nfvcat server stop``, SIGTERM or SIGINT, removing its
-socket and pid file; a server killed outright leaves them behind, and the next one (which holds the
-directory's lock) replaces them.
+JSON line. The client sends what only it knows (its Python and nfvcat, its NFVCAT_* settings, its
+directory); the server turns that and the site profile into a fingerprint and compares it with its own,
+and checks, while it validates, that nfvcat's code and the installed packages (engine versions) are still
+those it started with. When either differs, the server answers "restart" (never a result from the old
+code) and exits, and the client starts a new one. A command line's call is run here whole (``run``: its
+arguments in, its output out, rendered by the same code as in-process), so the client imports almost
+nothing. The server exits after an idle time (``NFVCAT_SERVER_IDLE``, default 15 min), on ``nfvcat server
+stop``, SIGTERM or SIGINT, removing its socket and pid file; a server killed outright leaves them behind,
+and the next one (which holds the directory's lock) replaces them.
 """
 
 from __future__ import annotations
@@ -17,7 +19,6 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
-import json
 import os
 import selectors
 import signal
@@ -29,28 +30,19 @@ import time
 from pathlib import Path
 from typing import Any
 
+from nfvcat.validation import wire
+
 IDLE_DEFAULT = 900.0
-_IGNORED_SETTINGS = {"NFVCAT_NO_SERVER", "NFVCAT_SERVER_IDLE", "NFVCAT_DEBUG"}
 
 
 # -- where -------------------------------------------------------------------------------------------
-def server_dir() -> Path:
-    from nfvcat.cache import cache_dir
-
-    return cache_dir() / "server"
-
-
-def socket_path() -> Path:
-    return server_dir() / "server.sock"
-
-
 def pid_path() -> Path:
-    return server_dir() / "server.pid"
+    return wire.server_dir() / "server.pid"
 
 
 def private_dir() -> Path:
     """The server's directory, created 0700; refused if another user owns it or others may enter it."""
-    d = server_dir()
+    d = wire.server_dir()
     d.mkdir(mode=0o700, parents=True, exist_ok=True)
     st = d.lstat()
     if not d.is_dir() or d.is_symlink() or st.st_uid != os.getuid():
@@ -74,14 +66,14 @@ def fingerprint(site: str | None, code: str | None = None) -> str:
     return hashlib.sha256(f"{settings_fingerprint(site)}\n{code}".encode()).hexdigest()[:32]
 
 
-def settings_fingerprint(site: str | None) -> str:
-    """What only the caller knows: its Python and nfvcat, its NFVCAT_* settings and PYTHONPATH, and the site
-    profile's content. Cheap (no walk of the installed files): the client computes it on every call."""
-    import nfvcat
-
-    h = hashlib.sha256(f"{sys.executable}\n{nfvcat.__file__}\n{os.environ.get('PYTHONPATH', '')}\n".encode())
-    for key in sorted(k for k in os.environ if k.startswith("NFVCAT_") and k not in _IGNORED_SETTINGS):
-        h.update(f"{key}={os.environ[key]}\n".encode())
+def settings_fingerprint(site: str | None, caller: dict[str, Any] | None = None) -> str:
+    """What only the caller knows (``wire.caller``: its Python and nfvcat, its NFVCAT_* settings and
+    PYTHONPATH; this process's when not given) and the site profile's content."""
+    who = caller if caller is not None else wire.caller()
+    settings = who.get("settings") or {}
+    h = hashlib.sha256(f"{who.get('python')}\n{who.get('nfvcat')}\n{who.get('pythonpath', '')}\n".encode())
+    for key in sorted(k for k in settings if k not in wire.IGNORED_SETTINGS):
+        h.update(f"{key}={settings[key]}\n".encode())
     if site:
         with contextlib.suppress(OSError):
             h.update(hashlib.sha256(Path(site).read_bytes()).digest())
@@ -124,33 +116,6 @@ def site_for(site: str | None, catalog_root: Path | None = None) -> str | None:
 
 
 # -- wire ------------------------------------------------------------------------------------------
-def send(sock: socket.socket, message: dict[str, Any]) -> None:
-    sock.sendall((json.dumps(message) + "\n").encode())
-
-
-def receive(sock: socket.socket, timeout: float) -> dict[str, Any] | None:
-    """One JSON line, or None when the peer closed or did not answer in time."""
-    deadline = time.monotonic() + timeout
-    buf = b""
-    while not buf.endswith(b"\n"):
-        left = deadline - time.monotonic()
-        if left <= 0:
-            return None
-        sock.settimeout(left)
-        try:
-            chunk = sock.recv(1 << 20)
-        except (TimeoutError, OSError):
-            return None
-        if not chunk:
-            return None
-        buf += chunk
-    try:
-        data = json.loads(buf)
-    except ValueError:
-        return None
-    return data if isinstance(data, dict) else None
-
-
 def peer_uid(conn: socket.socket) -> int:
     creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
     _pid, uid, _gid = struct.unpack("3i", creds)
@@ -184,7 +149,7 @@ class Server:
     def status(self) -> dict[str, Any]:
         return {"pid": os.getpid(), "fingerprint": self.fingerprint, "started": self.started,
                 "idle_timeout": self.idle, "idle_for": round(time.monotonic() - self.last, 1),
-                "requests": self.requests, "socket": str(socket_path()), "site": self.site,
+                "requests": self.requests, "socket": str(wire.socket_path()), "site": self.site,
                 "workers": {name: {"pid": w.pid(), "restarts": w.restarts, "busy": w.busy, "ready": w.ready}
                             for name, w in self.pool.workers.items()},
                 "rss_kib": _rss_kib([os.getpid(), *(w.pid() for w in self.pool.workers.values())])}
@@ -193,12 +158,12 @@ class Server:
         with conn:
             try:
                 if peer_uid(conn) != os.getuid():
-                    send(conn, {"refused": "the nfvcat engine server answers only its own user"})
+                    wire.send(conn, {"refused": "the nfvcat engine server answers only its own user"})
                     return
-                request = receive(conn, 10)
+                request = wire.receive(conn, 10)
                 if request is None:
                     return
-                send(conn, self.answer(request))
+                wire.send(conn, self.answer(request))
             except OSError:
                 return  # the client went away
             finally:
@@ -213,23 +178,24 @@ class Server:
         if op == "stop":
             self.stopping.set()
             return {"stopped": os.getpid()}
-        if op != "validate":
+        if op not in ("run", "validate"):
             return {"error": f"unknown request {op!r}"}
-        if request.get("settings") != self.settings:
-            self.stopping.set()  # the settings or the site profile changed: a new server is needed
-            return {"restart": "the settings, the site profile or the Python changed"}
         with self.validating:
             self.requests += 1
             code: list[str] = []
             check = threading.Thread(target=lambda: code.append(code_fingerprint()), daemon=True)
             check.start()  # while the engines work
             try:
-                report = self._validate(request)
+                os.chdir(request["cwd"])
+                answer = self._run(request) if op == "run" else self._validate(request)
+                if answer is None:
+                    self.stopping.set()  # the settings or the site profile changed: a new server is needed
+                    return {"restart": "the settings, the site profile or the Python changed"}
                 check.join()
                 if code != [self.code]:
                     self.stopping.set()  # nfvcat or an engine changed: this answer may be the old code's
                     return {"restart": "nfvcat's code or an engine changed"}
-                return {"report": report}
+                return answer
             except Exception as exc:
                 from nfvcat.errors import UserError
 
@@ -241,20 +207,42 @@ class Server:
                     self.warmed = True
                     threading.Thread(target=self.pool.warm, daemon=True).start()
 
-    def _validate(self, request: dict[str, Any]) -> dict[str, Any]:
+    def _settled(self, site: str | None, request: dict[str, Any]) -> bool:
+        """Whether the caller's settings and site profile are those this server started with."""
+        return settings_fingerprint(site, request.get("caller") or {}) == self.settings
+
+    def _run(self, request: dict[str, Any]) -> dict[str, Any] | None:
+        """A command line's ``nfvcat validate``, printed here as the command prints it (None: wrong server)."""
+        import io
+
+        from nfvcat.validation import invocation
+        from nfvcat.validation.pipeline import validate_paths
+
+        inv = invocation.prepare(dict(request.get("args") or {}))
+        if not self._settled(site_for(inv.options.site, inv.options.catalog_root), request):
+            return None
+        report = validate_paths(inv.paths, inv.options, self.pool, self.documents.read)
+        out, err = io.StringIO(), io.StringIO()
+        code = invocation.render(report, inv, out, err)
+        return {"output": {"exit": code, "stdout": out.getvalue(), "stderr": err.getvalue()}}
+
+    def _validate(self, request: dict[str, Any]) -> dict[str, Any] | None:
+        """The language server's validation: the Report (None: wrong server)."""
         from nfvcat import project
         from nfvcat.validation.model import Options
         from nfvcat.validation.pipeline import validate_paths
 
+        if not self._settled(request.get("site"), request):
+            return None
         opts = request.get("options") or {}
-        os.chdir(request["cwd"])
         options = Options(environments=list(opts.get("environments") or []),
                           parameters=dict(opts.get("parameters") or {}), site=opts.get("site"),
                           use_cache=bool(opts.get("use_cache", True)), skip_unknown=bool(opts.get("skip_unknown")),
                           project=project.load(Path(opts["project"])) if opts.get("project") else None,
                           require_signed=bool(opts.get("require_signed", False)), trust_ca=opts.get("trust_ca"),
                           overlays={str(k): str(v) for k, v in (opts.get("overlays") or {}).items()})
-        return validate_paths(list(request.get("paths") or []), options, self.pool, self.documents.read).to_json()
+        report = validate_paths(list(request.get("paths") or []), options, self.pool, self.documents.read)
+        return {"report": report.to_json()}
 
     def serve(self) -> int:
         lock = open(self.dir / "server.lock", "w")  # noqa: SIM115 (held for the server's life)
@@ -268,7 +256,7 @@ class Server:
                     lock.close()
                     return 0  # another server holds this directory and answers
                 time.sleep(0.05)
-        path = socket_path()
+        path = wire.socket_path()
         with contextlib.suppress(FileNotFoundError):
             path.unlink()  # left by a server that was killed
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
