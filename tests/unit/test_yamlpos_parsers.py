@@ -1,6 +1,8 @@
 """libyaml parses for speed, PyYAML's pure-Python parser is the reference: on every YAML and JSON file of
-the repository (catalog, rule fixtures, snapshots) and on tricky inputs of our own, both give the same data,
-the same key positions and the same duplicate keys, and a document libyaml rejects gets PyYAML's message."""
+the repository (catalog, rule fixtures, snapshots) and on tricky inputs of our own, both give the same data
+(the same types, and the same objects shared by aliases), the same key positions and the same duplicate
+keys, and a document libyaml rejects gets PyYAML's message. libyaml's documents are built by one walk
+(yamlpos._Walk), PyYAML's by its own constructor: these tests compare the two."""
 
 from __future__ import annotations
 
@@ -52,7 +54,34 @@ TRICKY = {
     "implicit-long-key": "k" * 1100 + ": v\n",
     "null-key": "~: a\nnull: b\n",
     "bad-tag": "a: !!python/object:os.system x\n",
+    "shared-alias": "a: &x [1, {b: 2}]\nb: *x\nc: {d: *x, e: &y {f: 1, f: 2}}\ng: *y\n",
+    "recursive-alias": "a: &r [1, *r]\n",
+    "explicit-tags": "a: !!str 1\nb: !!int \"3\"\nc: !!float 1\nd: !!binary aGk=\ne: !!set {x, y}\n",
+    "omap": "a: !!omap [b: 1, c: 2]\n",
+    "scalar-keys": "1: int\n1.5: float\ntrue: bool\n~: none\n2001-01-01: date\n0x1F: hex\n",
+    "scalar-types": "a: [1, -0x1f, 0o17, 1_000, 1.5e3, .inf, -.NaN, Yes, off, NULL, 2020-02-02, '1', \"x\"]\n",
+    "merge-nested": "base: &b {x: 1}\nitems:\n- <<: *b\n  y: 2\n",
+    "value-key": "a: {=: 1}\n",
+    "depth-199": "a: " + "[" * 199 + "]" * 199 + "\n",
+    "depth-201": "a: " + "[" * 201 + "]" * 201 + "\n",
+    "bomb": "a: &a [x, x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\n"
+            "c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]\nd: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]\n"
+            "e: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d, *d]\nf: [*e, *e, *e, *e, *e, *e, *e, *e, *e, *e]\n",
 }
+
+
+def _shape(data: Any, ids: dict[int, int] | None = None) -> Any:
+    """The data with every value's type and which collections are one object (an alias shares its anchor's):
+    ``==`` alone takes 1, 1.0 and True for one another."""
+    ids = {} if ids is None else ids
+    if isinstance(data, (dict, list)):
+        if id(data) in ids:
+            return ("same-as", ids[id(data)])
+        ids[id(data)] = len(ids)
+        if isinstance(data, dict):
+            return ("dict", ids[id(data)], [(_shape(k, ids), _shape(v, ids)) for k, v in data.items()])
+        return ("list", ids[id(data)], [_shape(v, ids) for v in data])
+    return (type(data).__name__, repr(data))
 
 
 def _outcome(text: str, cls: Any) -> tuple[str, Any]:
@@ -60,7 +89,7 @@ def _outcome(text: str, cls: Any) -> tuple[str, Any]:
         data, pos = yamlpos._load(text, cls)
     except yamlpos.DocumentError as exc:
         return "error", (exc.rule_id, exc.message, exc.line, exc.column)
-    return "ok", (data, pos.marks, pos.duplicates)
+    return "ok", (_shape(data), pos.marks, pos.duplicates)
 
 
 def _same_or_falls_back(text: str) -> None:
@@ -74,7 +103,38 @@ def _same_or_falls_back(text: str) -> None:
         assert (exc.value.rule_id, exc.value.message, exc.value.line, exc.value.column) == reference[1]
     else:
         data, pos = yamlpos.load(text)
-        assert ("ok", (data, pos.marks, pos.duplicates)) == reference
+        assert ("ok", (_shape(data), pos.marks, pos.duplicates)) == reference
+
+
+def test_the_single_walk_builds_the_common_documents_and_leaves_the_rest(monkeypatch: pytest.MonkeyPatch) -> None:
+    """libyaml's documents are built by one walk (data, positions, size); merge keys, other tags, recursive
+    aliases and the limits are left to the full checks, which the tests above compare with PyYAML."""
+    walked: list[bool] = []
+    real = yamlpos._Walk.node
+
+    def node(self: Any, *args: Any) -> Any:
+        try:
+            result = real(self, *args)
+        except yamlpos._Unusual:
+            walked.append(False)
+            raise
+        if args[1] == ():
+            walked.append(True)
+        return result
+
+    monkeypatch.setattr(yamlpos._Walk, "node", node)
+    expect = {"shared-alias": True, "scalar-keys": True, "scalar-types": True, "depth-199": True,
+              "duplicate": True, "recursive-alias": False, "explicit-tags": False, "omap": False,
+              "merge-nested": False, "value-key": False, "depth-201": False, "bomb": False}
+    for name, walks in expect.items():
+        walked.clear()
+        try:
+            yamlpos._load(TRICKY[name], yamlpos._FastLoader)
+        except yamlpos.DocumentError:
+            assert name in ("depth-201", "bomb"), name  # the full checks refuse what the walk left them
+        assert walked and walked[-1] is walks, name
+    data, _ = yamlpos.load(TRICKY["shared-alias"])
+    assert data["a"] is data["b"] is data["c"]["d"] and data["g"] is data["c"]["e"] == {"f": 2}
 
 
 def test_libyaml_is_the_fast_loader() -> None:

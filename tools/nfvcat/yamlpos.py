@@ -153,6 +153,85 @@ def load(text: str) -> tuple[Any, Positions]:
     return _load(text, _Loader)
 
 
+class _Unusual(Exception):
+    """A node the single walk leaves to PyYAML's constructor (or a limit it leaves to the full checks)."""
+
+
+_MAP, _SEQ, _STR = "tag:yaml.org,2002:map", "tag:yaml.org,2002:seq", "tag:yaml.org,2002:str"
+_SCALARS = frozenset({"tag:yaml.org,2002:null", "tag:yaml.org,2002:bool", "tag:yaml.org,2002:int",
+                      "tag:yaml.org,2002:float", "tag:yaml.org,2002:timestamp"})
+
+
+class _Walk:
+    """One walk over the composed nodes that builds the data, records the key positions and counts the
+    expanded size: what ``_expanded_size``, ``_record`` and PyYAML's ``construct_document`` do in three.
+    Only plain mappings, sequences and the standard scalars (each scalar built by the loader's own
+    constructor for its tag, a string taken as is); anything else (a merge key, another tag, a recursive
+    alias, a collection as a key, a limit reached) raises _Unusual and the three run instead."""
+
+    def __init__(self, loader: Any, pos: Positions):
+        self.construct = loader.yaml_constructors
+        self.loader = loader
+        self.marks = pos.marks
+        self.duplicates = pos.duplicates
+        self.built: dict[int, tuple[Any, int]] = {}  # an alias is the object its anchor built, as in PyYAML
+        self.open: set[int] = set()
+
+    def scalar(self, node: yaml.Node) -> Any:
+        if node.tag == _STR:
+            return node.value
+        if node.tag in _SCALARS and isinstance(node, yaml.ScalarNode):
+            return self.construct[node.tag](self.loader, node)
+        raise _Unusual
+
+    def node(self, node: yaml.Node, path: Path, depth: int) -> tuple[Any, int]:
+        if isinstance(node, yaml.ScalarNode):
+            return self.scalar(node), 1
+        key = id(node)
+        if key in self.built:
+            if depth > MAX_DEPTH:
+                raise _Unusual
+            return self.built[key]
+        if key in self.open or depth >= MAX_DEPTH:
+            raise _Unusual  # a recursive alias, or deep enough for the full checks to decide
+        self.open.add(key)
+        size = 1
+        data: Any
+        if isinstance(node, yaml.MappingNode) and node.tag == _MAP:
+            data = {}
+            seen: set[str] = set()
+            for k, v in node.value:
+                if not isinstance(k, yaml.ScalarNode):
+                    raise _Unusual
+                name = self.scalar(k)  # a merge key (<<) or another tag raises
+                here = (*path, k.value)
+                if k.value in seen:
+                    self.duplicates.append((here, *_mark(k)))
+                seen.add(k.value)
+                self.marks[here] = _mark(k)
+                if isinstance(v, yaml.ScalarNode):
+                    data[name] = self.scalar(v)
+                    size += 2
+                else:
+                    data[name], n = self.node(v, here, depth + 1)
+                    size += 1 + n
+        elif isinstance(node, yaml.SequenceNode) and node.tag == _SEQ:
+            data = []
+            for i, item in enumerate(node.value):
+                here = (*path, i)
+                self.marks[here] = _mark(item)
+                value, n = self.node(item, here, depth + 1)
+                data.append(value)
+                size += n
+        else:
+            raise _Unusual
+        if size > MAX_EXPANDED_NODES:
+            raise _Unusual
+        self.open.discard(key)
+        self.built[key] = (data, size)
+        return data, size
+
+
 def _load(text: str, cls: type[Any]) -> tuple[Any, Positions]:
     try:
         loader = cls(text)
@@ -161,6 +240,12 @@ def _load(text: str, cls: type[Any]) -> tuple[Any, Positions]:
             pos = Positions()
             if node is None:
                 return None, pos
+            if cls is _FastLoader:
+                try:
+                    pos.marks[()] = _mark(node)
+                    return _Walk(loader, pos).node(node, (), 0)[0], pos
+                except (_Unusual, yaml.YAMLError, ValueError, TypeError):
+                    pos = Positions()  # the three below give PyYAML's data, or its error
             _expanded_size(node, {})
             pos.marks[()] = _mark(node)
             _record(node, (), pos, set())
