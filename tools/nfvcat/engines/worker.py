@@ -9,6 +9,7 @@ engine server keeps the worker and sends more.
 from __future__ import annotations
 
 import contextlib
+import gc
 import io
 import json
 import logging
@@ -39,6 +40,10 @@ def serve(engine: str, setup: Callable[[], None], check: Callable[[Job], Result]
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
     sys.stdout = sys.stderr
     setup()  # while the caller is still preparing the jobs
+    # The engine's modules and set-up live as long as the worker: out of the collector's reach, so that a
+    # collection walks only what jobs made (a loaded Heat is ~270,000 objects, ~0.1 s per full collection,
+    # which used to land in the middle of a job now and then).
+    gc.freeze()
     for line in iter(sys.stdin.readline, ""):
         if not line.strip():
             continue

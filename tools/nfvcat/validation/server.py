@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import gc
 import hashlib
 import os
 import selectors
@@ -206,6 +207,7 @@ class Server:
                 if not self.warmed:  # the first request started what it needed; load the other engines now
                     self.warmed = True
                     threading.Thread(target=self.pool.warm, daemon=True).start()
+                    gc.freeze()  # the modules the first request imported: no collection walks them again
 
     def _settled(self, site: str | None, request: dict[str, Any]) -> bool:
         """Whether the caller's settings and site profile are those this server started with."""
