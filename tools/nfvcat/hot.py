@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 UNRESOLVED = object()
@@ -139,7 +139,7 @@ def follow(data: Any, raw: Any, given: dict[str, Any], outer: tuple[Any, ...],
 
 
 def network_of(data: Any, port: dict[str, Any], given: dict[str, Any],
-               networks: dict[str, dict[str, Any]] | None = None,
+               networks: Mapping[str, dict[str, Any]] | None = None,
                outer: tuple[Any, ...] = ()) -> dict[str, Any] | None:
     """The provider attributes (network_type, physical_network, segmentation_id) of a port's network:
     an OS::Neutron::ProviderNet in this template or one nesting it, or a catalog network by name."""

@@ -10,7 +10,7 @@ path the runner maps to file:line:col.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -27,7 +27,7 @@ class Context:
     site: SiteProfile = field(default_factory=SiteProfile)
     parameters: dict[str, Any] = field(default_factory=dict)  # -P and -e parameters
     flavors: dict[str, dict[str, Any]] = field(default_factory=dict)  # catalog flavors by name
-    networks: dict[str, dict[str, Any]] = field(default_factory=dict)  # catalog provider networks by name
+    networks: Mapping[str, dict[str, Any]] = field(default_factory=dict)  # catalog provider networks by name
     outer: tuple[Any, ...] = ()  # templates nesting the one checked, innermost first
     require_signed: bool = False  # validate --require-signed
     trust_ca: Path | None = None  # validate --trust-ca

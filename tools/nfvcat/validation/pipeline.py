@@ -13,7 +13,7 @@ import os
 import queue
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -41,6 +41,30 @@ OVERLAID_ENGINES = {"heat", "nova"}
 def _env_parameters(env: Document) -> dict[str, Any]:
     params = env.data.get("parameters") if env.kind == "environment" else None
     return dict(params) if isinstance(params, dict) else {}
+
+
+class _OnFirstUse(Mapping[str, dict[str, Any]]):
+    """A mapping made when a rule first looks into it. The catalog's provider networks come from every Heat
+    template of the catalog: made up front, a call that changed templates parsed them all before its first
+    engine job; only the network rules, which run while the engines work, look."""
+
+    def __init__(self, make: Callable[[], dict[str, dict[str, Any]]]):
+        self._make = make
+        self._made: dict[str, dict[str, Any]] | None = None
+
+    def _data(self) -> dict[str, dict[str, Any]]:
+        if self._made is None:
+            self._made = self._make()
+        return self._made
+
+    def __getitem__(self, key: str) -> dict[str, Any]:
+        return self._data()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._data())
+
+    def __len__(self) -> int:
+        return len(self._data())
 
 
 class Validation:
@@ -92,7 +116,8 @@ class Validation:
             params.update(_env_parameters(env))
         params.update(self.options.parameters)
         ctx = Context(site=site_profile.of_catalog(self.root, self.options.site), parameters=params,
-                      flavors=catalog_flavors.by_name(self.root, self._data), networks=self._catalog_networks(),
+                      flavors=catalog_flavors.by_name(self.root, self._data),
+                      networks=_OnFirstUse(self._catalog_networks),
                       require_signed=self.options.require_signed,
                       trust_ca=Path(self.options.trust_ca) if self.options.trust_ca else None)
         # Document by document: read it, plan its jobs, run the rules that can keep it from the engines,
