@@ -177,10 +177,10 @@ class _Walk:
         self.built: dict[int, tuple[Any, int]] = {}  # an alias is the object its anchor built, as in PyYAML
         self.open: set[int] = set()
 
-    def scalar(self, node: yaml.Node) -> Any:
+    def scalar(self, node: yaml.ScalarNode) -> Any:
         if node.tag == _STR:
             return node.value
-        if node.tag in _SCALARS and isinstance(node, yaml.ScalarNode):
+        if node.tag in _SCALARS:
             return self.construct[node.tag](self.loader, node)
         raise _Unusual
 
@@ -209,12 +209,8 @@ class _Walk:
                     self.duplicates.append((here, *_mark(k)))
                 seen.add(k.value)
                 self.marks[here] = _mark(k)
-                if isinstance(v, yaml.ScalarNode):
-                    data[name] = self.scalar(v)
-                    size += 2
-                else:
-                    data[name], n = self.node(v, here, depth + 1)
-                    size += 1 + n
+                data[name], n = self.node(v, here, depth + 1)
+                size += 1 + n
         elif isinstance(node, yaml.SequenceNode) and node.tag == _SEQ:
             data = []
             for i, item in enumerate(node.value):
