@@ -160,6 +160,29 @@ def test_a_warm_call_imports_no_engine_rule_or_catalog_code(server: Server, tmp_
                    or m.startswith(("nfvcat.rules", "nfvcat.engines", "nfvcat.catalog", "nfvcat.documents",
                                     "nfvcat.validation.pipeline", "nfvcat.validation.model", "nfvcat.project")))
     assert heavy == [], heavy
+    # the server parses the command line with the command's own parser: the client builds none
+    parsing = sorted(m for m in imported if m in ("argparse", "pathlib", "typing", "hashlib", "nfvcat.cache")
+                     or m.startswith("nfvcat.commands"))
+    assert parsing == [], parsing
+
+
+def test_what_the_server_leaves_to_the_command_is_printed_as_the_command_prints_it(server: Server,
+                                                                                tmp_path: Path) -> None:
+    """--help, a usage error, an unknown option and --no-server, with a server running: the server leaves
+    them to the command (which parses the words itself): the same output and exit code as with no server."""
+    tpl = tmp_path / "t.yaml"
+    tpl.write_text(TEMPLATE)
+    assert server.validate(str(tpl)) == (0, [])
+    before = server.status()
+    assert before is not None
+    for args in (["--help"], ["--format", "yaml", str(tpl)], ["--no-such-option", str(tpl)], ["--no-server", str(tpl)],
+                 ["--no-s", "--format", "json", str(tpl)], ["--stdin", str(tpl), "--format", "json"]):
+        served = nfvcat("validate", *args, env=server.env, stdin=TEMPLATE, timeout=300)
+        alone = nfvcat("validate", *args, env={**server.env, "NFVCAT_NO_SERVER": "1"}, stdin=TEMPLATE, timeout=300)
+        assert (served.returncode, served.stdout, served.stderr) == (alone.returncode, alone.stdout, alone.stderr), args
+        assert "Traceback" not in served.stderr
+    after = server.status()
+    assert after is not None and after["pid"] == before["pid"], "the server went on running"
 
 
 def test_stop_leaves_no_socket_pid_file_or_worker(server: Server, tmp_path: Path) -> None:

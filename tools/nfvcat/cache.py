@@ -13,6 +13,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from nfvcat.dirs import cache_base
+
 ENGINE_PACKAGES = {
     "heat": ("openstack-heat", "python-heatclient"),
     "nova": ("nova",),
@@ -21,9 +23,7 @@ ENGINE_PACKAGES = {
 
 
 def cache_dir() -> Path:
-    base = os.environ.get("NFVCAT_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "nfvcat")
-    return Path(base)
+    return Path(cache_base())
 
 
 def file_hash(path: str) -> str | None:

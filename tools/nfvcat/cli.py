@@ -2,25 +2,30 @@
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
-from collections.abc import Sequence
 
-from nfvcat import __version__
-from nfvcat.commands import register_all
 from nfvcat.errors import EXIT_ENGINE, EXIT_USAGE, UserError
 
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]
-        self.print_usage(sys.stderr)
-        print(f"{self.prog}: error: {message}", file=sys.stderr)
-        raise SystemExit(EXIT_USAGE)
+TYPE_CHECKING = False  # typing's import is start-up time of every warm `nfvcat validate`
+if TYPE_CHECKING:
+    import argparse
+    from collections.abc import Sequence
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The parser; with ``command``, only that sub-command's (when it exists), so it starts faster."""
+    import argparse
+
+    from nfvcat import __version__
+    from nfvcat.commands import register_all
+
+    class _Parser(argparse.ArgumentParser):
+        def error(self, message: str) -> None:  # type: ignore[override]
+            self.print_usage(sys.stderr)
+            print(f"{self.prog}: error: {message}", file=sys.stderr)
+            raise SystemExit(EXIT_USAGE)
+
     parser = _Parser(prog="nfvcat", description=__doc__)
     parser.add_argument("--version", action="version", version=f"nfvcat {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
@@ -33,8 +38,17 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    args = build_parser(argv[0] if argv and not argv[0].startswith("-") else None).parse_args(argv)
     try:
+        if argv[:1] == ["validate"]:  # a warm engine server parses, validates and prints it (editor speed)
+            from nfvcat.validation import client
+
+            served = client.run_command_line(argv[1:])
+            if served is not None:
+                code, out, err = served
+                sys.stdout.write(out)
+                sys.stderr.write(err)
+                return code
+        args = build_parser(argv[0] if argv and not argv[0].startswith("-") else None).parse_args(argv)
         return int(args.func(args))
     except UserError as exc:
         print(f"nfvcat: error: {exc}", file=sys.stderr)

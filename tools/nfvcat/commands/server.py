@@ -1,6 +1,7 @@
-"""``nfvcat server start|stop|status``: the engine server that ``nfvcat validate`` and ``nfvcat lsp`` use.
+"""``nfvcat server start|stop|status|run``: the engine server that ``nfvcat validate`` and ``nfvcat lsp`` use.
 
-The first ``nfvcat validate`` starts it; it exits by itself after NFVCAT_SERVER_IDLE seconds without a
+The first ``nfvcat validate`` starts it (``start`` runs ``run`` in the background: ``run`` is the server itself,
+in the foreground, until it exits); it exits by itself after NFVCAT_SERVER_IDLE seconds without a
 request (default 900). Exit codes: 0 ok; 3 the server could not start (``status``: none runs).
 """
 
@@ -17,15 +18,24 @@ from nfvcat.validation import client, server, wire
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("server", help="start, stop or show the engine server that keeps the engines warm",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("action", choices=("start", "stop", "status"))
+    p.add_argument("action", choices=("start", "stop", "status", "run"))
     p.add_argument("--idle", type=float, metavar="SECONDS",
-                   help="start: exit after this long without a request (default $NFVCAT_SERVER_IDLE or 900)")
-    p.add_argument("--site", metavar="FILE", help="start: the site profile validations will use")
+                   help="start, run: exit after this long without a request (default $NFVCAT_SERVER_IDLE or 900)")
+    p.add_argument("--site", metavar="FILE", help="start, run: the site profile validations will use")
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.action == "run":
+        import os
+
+        from nfvcat.commands import validate
+
+        site = os.path.abspath(args.site) if args.site else None
+        os.chdir("/")
+        idle = args.idle if args.idle is not None else server.idle_timeout()
+        return server.Server(site, idle, validate.parse_command_line).serve()
     if args.action == "stop":
         pid = client.stop()
         _print(args, {"stopped": pid}, f"stopped the engine server (pid {pid})" if pid else "no engine server runs")

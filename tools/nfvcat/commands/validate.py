@@ -8,7 +8,9 @@ with --strict); 3 an engine could not run, so the result is incomplete.
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
+from typing import Any
 
 from nfvcat.commands import options
 from nfvcat.validation import client
@@ -17,6 +19,24 @@ from nfvcat.validation import client
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("validate", help="validate templates, VNFDs, packages, flavors and day-0 data offline",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    _arguments(p)
+    p.set_defaults(func=run)
+
+
+def parse_command_line(argv: list[str]) -> dict[str, Any]:
+    """``nfvcat validate ARGV...``'s call as plain data (what the engine server runs for the command's thin
+    client); SystemExit where the command would print usage, help or a usage error instead."""
+    return _call(_own_parser().parse_args(argv))
+
+
+@functools.cache
+def _own_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="nfvcat validate")
+    _arguments(p)
+    return p
+
+
+def _arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("paths", nargs="*", metavar="PATH",
                    help="files or directories (default: the whole catalog)")
     options.add_environments(p, "Heat environment file for the templates (repeatable)")
@@ -40,11 +60,14 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "nested templates, get_file and examples are PATH's")
     p.add_argument("--trust-ca", metavar="FILE",
                    help="PEM CA certificate(s) a signed package's certificate must chain to (E4006)")
-    p.set_defaults(func=run)
+
+
+def _call(args: argparse.Namespace) -> dict[str, Any]:
+    return {k: v for k, v in vars(args).items() if k not in ("func", "command")}
 
 
 def run(args: argparse.Namespace) -> int:
-    call = {k: v for k, v in vars(args).items() if k not in ("func", "command")}
+    call = _call(args)
     if args.stdin_filename:
         call["stdin"] = sys.stdin.read()
     if not (args.no_server or client.disabled()):

@@ -4,8 +4,10 @@
 used (it could not start, or died twice): the caller then validates in-process, which gives the same
 findings. ``NFVCAT_NO_SERVER=1`` (or ``--no-server``) skips the server altogether.
 
-A warm call imports only this module and ``wire``: what the server needs to know about the call (its
-arguments, directory and settings) goes over the socket, and the server answers with the output.
+A warm call imports only this module and ``wire``: the command line's words, its directory and settings go
+over the socket, and the server parses them with the command's own parser, validates, and answers with the
+output (``run_command_line``). Anything else (no server running, one to restart, ``--help``, a usage error,
+``--no-server``) goes the command's own way, which starts or restarts the server as needed (``run``).
 """
 
 from __future__ import annotations
@@ -13,10 +15,13 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Callable
-from typing import Any
 
 from nfvcat.validation import wire
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
 
 START_TIMEOUT = 30.0  # the server answers as soon as it listens; engines load on the first request
 
@@ -43,7 +48,7 @@ def start(site: str | None = None, idle: float | None = None) -> dict[str, Any] 
         return None
     import subprocess
 
-    args = [sys.executable, "-m", "nfvcat.validation.server"]
+    args = [sys.executable, "-m", "nfvcat", "server", "run"]
     if site:
         args += ["--site", site]
     if idle is not None:
@@ -77,6 +82,32 @@ def stop(timeout: float = 20) -> int | None:
     while time.monotonic() < deadline and pid and alive(pid):
         time.sleep(0.02)
     return pid
+
+
+def run_command_line(argv: list[str]) -> tuple[int, str, str] | None:
+    """``nfvcat validate ARGV...`` by the server that runs, as it is: (exit code, stdout, stderr), or None when no
+    server answers or the server leaves it to the command (which then parses ARGV itself and goes on as
+    ``run``: starting a server, restarting one, printing usage or help, running in-process)."""
+    if disabled():
+        return None
+    message: dict[str, Any] = {"op": "run", "cwd": os.getcwd(), "argv": list(argv), "caller": wire.caller()}
+    reply = wire.request(message, wire.engine_timeout() + 60)
+    if reply is not None and reply.get("needs") == "stdin":  # --stdin-filename: the buffer it names
+        import io
+
+        text = sys.stdin.read()
+        sys.stdin = io.StringIO(text)  # still there for the command if the server leaves the call to it
+        reply = wire.request({**message, "stdin": text}, wire.engine_timeout() + 60)
+    if reply is None:
+        return None
+    if "user_error" in reply:
+        from nfvcat.errors import UserError
+
+        raise UserError(str(reply["user_error"]), int(reply.get("exit_code", 1)))
+    if "output" not in reply:  # "restart", "left to the command", an error of the server's
+        return None
+    out = reply["output"]
+    return int(out["exit"]), str(out["stdout"]), str(out["stderr"])
 
 
 def run(args: dict[str, Any]) -> tuple[int, str, str] | None:

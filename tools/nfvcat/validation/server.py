@@ -8,10 +8,11 @@ directory); the server turns that and the site profile into a fingerprint and co
 and checks, while it validates, that nfvcat's code and the installed packages (engine versions) are still
 those it started with. When either differs, the server answers "restart" (never a result from the old
 code) and exits, and the client starts a new one. A command line's call is run here whole (``run``: its
-arguments in, its output out, rendered by the same code as in-process), so the client imports almost
-nothing. The server exits after an idle time (``NFVCAT_SERVER_IDLE``, default 15 min), on ``nfvcat server
-stop``, SIGTERM or SIGINT, removing its socket and pid file; a server killed outright leaves them behind,
-and the next one (which holds the directory's lock) replaces them.
+words in, parsed by the validate command's own parser, which ``nfvcat server run`` hands over; its output
+out, rendered by the same code as in-process), so the client imports almost nothing. The server exits after
+an idle time (``NFVCAT_SERVER_IDLE``, default 15 min), on ``nfvcat server stop``, SIGTERM or SIGINT, removing
+its socket and pid file; a server killed outright leaves them behind, and the next one (which holds the
+directory's lock) replaces them.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import struct
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -125,7 +127,10 @@ def peer_uid(conn: socket.socket) -> int:
 
 # -- the server --------------------------------------------------------------------------------------
 class Server:
-    def __init__(self, site: str | None, idle: float):
+    def __init__(self, site: str | None, idle: float,
+                 parse_command_line: Callable[[list[str]], dict[str, Any]] | None = None):
+        """``parse_command_line``: the validate command's own parser (its words to its call as plain data,
+        SystemExit where it would print usage or help): with it the server runs a command line as it is."""
         from nfvcat.engines.jobs import ENGINES
         from nfvcat.validation.doccache import DocumentCache
         from nfvcat.validation.executor import WorkerPool
@@ -146,11 +151,12 @@ class Server:
         self.started = time.time()
         self.warmed = False
         self.counter = threading.Lock()
+        self.parse_command_line = parse_command_line
 
     def status(self) -> dict[str, Any]:
         return {"pid": os.getpid(), "fingerprint": self.fingerprint, "started": self.started,
                 "idle_timeout": self.idle, "idle_for": round(time.monotonic() - self.last, 1),
-                "requests": self.requests, "socket": str(wire.socket_path()), "site": self.site,
+                "requests": self.requests, "socket": wire.socket_path(), "site": self.site,
                 "workers": {name: {"pid": w.pid(), "restarts": w.restarts, "busy": w.busy, "ready": w.ready}
                             for name, w in self.pool.workers.items()},
                 "rss_kib": _rss_kib([os.getpid(), *(w.pid() for w in self.pool.workers.values())])}
@@ -220,13 +226,40 @@ class Server:
         from nfvcat.validation import invocation
         from nfvcat.validation.pipeline import validate_paths
 
-        inv = invocation.prepare(dict(request.get("args") or {}))
+        if "argv" in request:
+            args = self._command_line(request)
+            if "left" in args or "needs" in args:
+                return args
+        else:
+            args = dict(request.get("args") or {})
+        inv = invocation.prepare(args)
         if not self._settled(site_for(inv.options.site, inv.options.catalog_root), request):
             return None
         report = validate_paths(inv.paths, inv.options, self.pool, self.documents.read)
         out, err = io.StringIO(), io.StringIO()
         code = invocation.render(report, inv, out, err)
         return {"output": {"exit": code, "stdout": out.getvalue(), "stderr": err.getvalue()}}
+
+    def _command_line(self, request: dict[str, Any]) -> dict[str, Any]:
+        """The call of a command line's words; or what the client is to do instead: send the buffer that
+        ``--stdin-filename`` names ("needs"), or leave the call to the command ("left": usage, help, an
+        error in the words, --no-server, a server started without the parser)."""
+        import io
+
+        if self.parse_command_line is None:
+            return {"left": "this server was started without the command's parser"}
+        try:
+            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+                args = self.parse_command_line([str(a) for a in request["argv"]])
+        except SystemExit:
+            return {"left": "usage, help or a usage error: the command prints it"}
+        if args.get("no_server"):
+            return {"left": "--no-server"}
+        if args.get("stdin_filename"):
+            if "stdin" not in request:
+                return {"needs": "stdin"}
+            args["stdin"] = str(request["stdin"])
+        return args
 
     def _validate(self, request: dict[str, Any]) -> dict[str, Any] | None:
         """The language server's validation: the Report (None: wrong server)."""
@@ -258,7 +291,7 @@ class Server:
                     lock.close()
                     return 0  # another server holds this directory and answers
                 time.sleep(0.05)
-        path = wire.socket_path()
+        path = Path(wire.socket_path())
         with contextlib.suppress(FileNotFoundError):
             path.unlink()  # left by a server that was killed
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -307,18 +340,3 @@ def _rss_kib(pids: list[int | None]) -> int:
                 if line.startswith("VmRSS:"):
                     total += int(line.split()[1])
     return total
-
-
-def main(argv: list[str] | None = None) -> int:
-    import argparse
-
-    parser = argparse.ArgumentParser(prog="python -m nfvcat.validation.server")
-    parser.add_argument("--site")
-    parser.add_argument("--idle", type=float, default=None)
-    args = parser.parse_args(argv)
-    os.chdir("/")
-    return Server(args.site, args.idle if args.idle is not None else idle_timeout()).serve()
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -12,10 +12,13 @@ import os
 import socket
 import sys
 import time
-from pathlib import Path
-from typing import Any
 
-from nfvcat.cache import cache_dir
+from nfvcat.dirs import cache_base
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Any
 
 # Settings that change how the client or the server behave, not what a validation finds.
 IGNORED_SETTINGS = frozenset({"NFVCAT_NO_SERVER", "NFVCAT_SERVER_IDLE", "NFVCAT_DEBUG"})
@@ -27,11 +30,13 @@ def engine_timeout() -> float:
 
 
 def server_dir() -> Path:
-    return cache_dir() / "server"
+    from pathlib import Path
+
+    return Path(cache_base(), "server")
 
 
-def socket_path() -> Path:
-    return server_dir() / "server.sock"
+def socket_path() -> str:
+    return os.path.join(cache_base(), "server", "server.sock")
 
 
 def caller() -> dict[str, Any]:
@@ -76,7 +81,7 @@ def connect() -> socket.socket | None:
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.settimeout(2)
     try:
-        sock.connect(str(socket_path()))
+        sock.connect(socket_path())
     except OSError:
         sock.close()
         return None
