@@ -142,3 +142,20 @@ def test_diagnostics_follow_unsaved_changes_and_the_newest_version_wins(tmp_path
     assert list(out["newest"].diagnostics) == [] and out["newest"].version == 5
     assert out["after"][-1] is out["newest"] and [p.version for p in out["after"]] == [1, 2, 3, 5], \
         "version 4 was never published"
+
+
+def test_options_travel_to_the_engine_server_whole(tmp_path: Path) -> None:
+    """The language server's Options as plain data and back (the server's one way to read them): every field,
+    the project as the .nfvcat.yaml it was read from."""
+    import json
+
+    from nfvcat import project
+    from nfvcat.validation.model import Options
+
+    (tmp_path / ".nfvcat.yaml").write_text("exclude: ['legacy/**']\nstrict: true\n")
+    sent = Options(environments=["e.yaml"], parameters={"vlan": "150"}, site="site.yaml", use_cache=False,
+                   catalog_root=tmp_path, require_signed=True, trust_ca="ca.pem",
+                   project=project.load(tmp_path / ".nfvcat.yaml"), skip_unknown=True,
+                   overlays={str(tmp_path / "t.yaml"): "heat_template_version: 2021-04-16\n"})
+    assert Options.from_json(json.loads(json.dumps(sent.to_json()))) == sent
+    assert Options.from_json(Options().to_json()) == Options()

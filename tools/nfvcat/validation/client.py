@@ -126,12 +126,7 @@ def validate(paths: list[str], options: Any) -> Any:
     from nfvcat.validation.server import site_for
 
     site = site_for(options.site, options.catalog_root)
-    message = {"op": "validate", "site": site, "cwd": os.getcwd(), "paths": list(paths),
-               "options": {"environments": list(options.environments), "parameters": dict(options.parameters),
-                           "site": options.site, "use_cache": options.use_cache,
-                           "require_signed": options.require_signed, "trust_ca": options.trust_ca,
-                           "skip_unknown": options.skip_unknown, "overlays": dict(options.overlays),
-                           "project": str(options.project.path) if options.project and options.project.path else None}}
+    message = {"op": "validate", "site": site, "cwd": os.getcwd(), "paths": list(paths), "options": options.to_json()}
     reply = _exchange(message, lambda: site)
     return Report.from_json(reply["report"]) if reply is not None and "report" in reply else None
 

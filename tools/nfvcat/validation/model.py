@@ -25,6 +25,27 @@ class Options:
     # Unsaved content by absolute path (an editor's buffer, --stdin-filename): validated as that file's.
     overlays: dict[str, str] = field(default_factory=dict)
 
+    def to_json(self) -> dict[str, Any]:
+        """As plain data (the engine server's language-server requests); the project as the file it was read from."""
+        return {"environments": list(self.environments), "parameters": dict(self.parameters), "site": self.site,
+                "use_cache": self.use_cache, "catalog_root": str(self.catalog_root) if self.catalog_root else None,
+                "require_signed": self.require_signed, "trust_ca": self.trust_ca,
+                "project": str(self.project.path) if self.project and self.project.path else None,
+                "skip_unknown": self.skip_unknown, "overlays": dict(self.overlays)}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Options:
+        from nfvcat import project
+
+        return cls(environments=[str(e) for e in data.get("environments") or []],
+                   parameters={str(k): str(v) for k, v in (data.get("parameters") or {}).items()},
+                   site=data.get("site"), use_cache=bool(data.get("use_cache", True)),
+                   catalog_root=Path(data["catalog_root"]) if data.get("catalog_root") else None,
+                   require_signed=bool(data.get("require_signed")), trust_ca=data.get("trust_ca"),
+                   project=project.load(Path(data["project"])) if data.get("project") else None,
+                   skip_unknown=bool(data.get("skip_unknown")),
+                   overlays={str(k): str(v) for k, v in (data.get("overlays") or {}).items()})
+
 
 @dataclass
 class Report:

@@ -263,19 +263,12 @@ class Server:
 
     def _validate(self, request: dict[str, Any]) -> dict[str, Any] | None:
         """The language server's validation: the Report (None: wrong server)."""
-        from nfvcat import project
         from nfvcat.validation.model import Options
         from nfvcat.validation.pipeline import validate_paths
 
         if not self._settled(request.get("site"), request):
             return None
-        opts = request.get("options") or {}
-        options = Options(environments=list(opts.get("environments") or []),
-                          parameters=dict(opts.get("parameters") or {}), site=opts.get("site"),
-                          use_cache=bool(opts.get("use_cache", True)), skip_unknown=bool(opts.get("skip_unknown")),
-                          project=project.load(Path(opts["project"])) if opts.get("project") else None,
-                          require_signed=bool(opts.get("require_signed", False)), trust_ca=opts.get("trust_ca"),
-                          overlays={str(k): str(v) for k, v in (opts.get("overlays") or {}).items()})
+        options = Options.from_json(request.get("options") or {})
         report = validate_paths(list(request.get("paths") or []), options, self.pool, self.documents.read)
         return {"report": report.to_json()}
 
