@@ -40,6 +40,11 @@ if [ ! -x "$venv/bin/nfvcat" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; 
   "$venv/bin/python" -m pip install -q --disable-pip-version-check --upgrade "pip==26.3" "setuptools==80.9.0" "wheel==0.48.0"
   say "pip install (pinned by constraints.txt)"
   "$venv/bin/python" -m pip install -q --disable-pip-version-check -c constraints.txt -e ".[$extras]"
+  # Paste, PasteDeploy and WSME (the OpenStack services' WSGI stack) install setuptools' *-nspkg.pth files,
+  # which rebuild their namespace packages at the start of every Python process of the venv (7 of the 20 ms
+  # of a start, measured); Python 3 imports them natively (PEP 420: paste/ and wsmeext/ have no __init__.py).
+  rm -f "$venv"/lib/python3.11/site-packages/*-nspkg.pth
+  "$venv/bin/python" -c 'import paste.deploy.loadwsgi, paste.urlmap, wsme, wsmeext'
   echo "$want" > "$stamp"
 fi
 
