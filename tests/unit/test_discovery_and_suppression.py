@@ -94,6 +94,47 @@ def test_a_broken_template_is_not_taken_for_unrelated_yaml(repo: Path) -> None:
     assert code == 2 and [f[0] for f in ids(doc)] == ["E0001"] and doc["skipped"] == ["playbook.yml"]
 
 
+CFN_YAML = """HeatTemplateFormatVersion: '2012-12-12'
+Parameters:
+  Net: {Type: String}
+Resources:
+  Port:
+    Type: OS::Neutron::Port
+    Properties:
+      network: {Ref: Net}
+      admin_state_up: maybe
+Outputs:
+  Addr:
+    Value: {'Fn::GetAtt': [Nope, first_address]}
+"""
+CFN_JSON = """{
+  "AWSTemplateFormatVersion": "2010-09-09",
+  "Resources": {
+    "Vol": {"Type": "OS::Cinder::Volume", "Properties": {"size": "big"}}
+  }
+}
+"""
+
+
+def test_cloudformation_format_templates_are_heat_templates(repo: Path) -> None:
+    """Heat takes templates in the CloudFormation format too (AWSTemplateFormatVersion, HeatTemplateFormatVersion):
+    walked, listed or named, each is validated by Heat's engine, its errors at their keys; one that does not
+    parse is reported, not skipped."""
+    (repo / "cfn").mkdir()
+    (repo / "cfn" / "port.yaml").write_text(CFN_YAML)
+    (repo / "cfn" / "vol.json").write_text(CFN_JSON)
+    (repo / "cfn" / "ok.yaml").write_text("AWSTemplateFormatVersion: '2010-09-09'\nResources:\n"
+                                          "  Net: {Type: 'OS::Neutron::Net'}\n")
+    code, doc = run_json("cfn", cwd=repo)
+    assert code == 2 and doc["summary"]["files"] == 3 and doc["skipped"] == []  # type: ignore[index]
+    assert ids(doc) == [("E1001", "cfn/port.yaml", 9), ("E1001", "cfn/port.yaml", 12), ("E1001", "cfn/vol.json", 4)]
+    messages = [str(f["message"]) for f in doc["findings"]]  # type: ignore[attr-defined]
+    assert "maybe" in messages[0] and "Nope" in messages[1] and "big" in messages[2]
+    (repo / "cfn" / "broken.json").write_text('{"AWSTemplateFormatVersion": "2010-09-09", "Resources": {\n')
+    code, doc = run_json("--skip-unknown", "cfn/broken.json", "playbook.yml", cwd=repo)
+    assert code == 2 and [f[0] for f in ids(doc)] == ["E0001"] and doc["skipped"] == ["playbook.yml"]
+
+
 def test_project_file_excludes_paths(repo: Path) -> None:
     (repo / "vendor" / "deep").mkdir(parents=True)
     (repo / "vendor" / "deep" / "bad.yaml").write_text(BAD_HOT)

@@ -23,8 +23,8 @@ from nfvcat.rules.parsing.e0002_unreadable import Unreadable
 
 GLOB_CHARS = re.compile(r"[*?\[]")
 # What one of nfvcat's kinds says about itself, readable even when the YAML does not parse.
-OWN_MARKERS = re.compile(r"^\s*(heat_template_version|tosca_definitions_version)\s*:|\A\ufeff?#cloud-config",
-                         re.MULTILINE)
+OWN_MARKERS = re.compile(r"^[\s{]*\"?(heat_template_version|AWSTemplateFormatVersion|HeatTemplateFormatVersion|"
+                         r"tosca_definitions_version)\"?\s*:|\A\ufeff?#cloud-config", re.MULTILINE)
 
 
 @dataclass
@@ -67,8 +67,9 @@ def expand(paths: list[str], project: Project, skip_unknown: bool = False) -> Di
 def skipped(doc: Document, explicit: set[str]) -> bool:
     """True when ``doc`` is none of nfvcat's kinds and was not named one by one: it is not reported.
 
-    A file that does not parse, or has duplicate keys, is still reported when its text says it is a HOT
-    template, a TOSCA template or a cloud-config: a broken template must not pass as "unrelated"."""
+    A file that does not parse, or has duplicate keys, is still reported when its text says it is a Heat
+    template (HOT or CloudFormation format), a TOSCA template or a cloud-config: a broken template must not
+    pass as "unrelated"."""
     if doc.abspath in explicit:
         return False
     if doc.kind == "csar":

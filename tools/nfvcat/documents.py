@@ -17,8 +17,10 @@ from nfvcat.rules.parsing.e0004_too_large import TooLarge
 from nfvcat.rules.parsing.e0005_not_text import NotText
 from nfvcat.rules.parsing.e0006_duplicate_key import DuplicateKey
 
-KINDS = ("hot", "environment", "tosca", "vnfd", "csar", "cloud-config", "flavor", "entry",
+KINDS = ("hot", "cfn", "environment", "tosca", "vnfd", "csar", "cloud-config", "flavor", "entry",
          "site-profile", "inventory", "placement-request", "test-description", "unknown")
+# The version keys by which Heat tells a CloudFormation-format template (heat.engine.template.get_version).
+CFN_VERSION_KEYS = {"AWSTemplateFormatVersion", "HeatTemplateFormatVersion"}
 HEAT_ENV_SECTIONS = {"parameters", "parameter_defaults", "resource_registry", "event_sinks",
                      "encrypted_param_names", "parameter_merge_strategies"}
 CLOUD_CONFIG_HINT_KEYS = {"runcmd", "write_files", "packages", "bootcmd", "users", "ssh_authorized_keys",
@@ -53,6 +55,8 @@ def detect_kind(data: Any, text: str, name: str) -> str:
         return "unknown"
     if "heat_template_version" in data:
         return "hot"
+    if CFN_VERSION_KEYS & set(data):
+        return "cfn"  # a Heat template in the CloudFormation format (Heat's own engine takes both)
     if "tosca_definitions_version" in data:
         imports = str(data.get("imports", ""))
         nodes = (data.get("topology_template") or {}) if isinstance(data.get("topology_template"), dict) else {}

@@ -35,8 +35,9 @@ _state: dict[str, Any] = {}
 
 
 def jobs(doc: Document, ctx: JobContext) -> list[EngineJob]:
-    """A template once per example environment of its entry (or with the -e files), an environment alone."""
-    if doc.kind == "hot":
+    """A template (HOT or CloudFormation format) once per example environment of its entry (or with the -e
+    files), an environment alone."""
+    if doc.kind in ("hot", "cfn"):
         env_sets = [[ex] for ex in ctx.examples] or [[os.path.abspath(e) for e in ctx.environments]]
         return [EngineJob(ENGINE, doc, {"file": doc.abspath, "environments": envs, "parameters": ctx.parameters})
                 for envs in env_sets]

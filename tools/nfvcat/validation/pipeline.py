@@ -183,8 +183,8 @@ class Validation:
         if doc.kind == "unknown":
             if doc.abspath in self.explicit:
                 self.raw.append((doc, RawFinding(
-                    UnknownKind.id, (), "not a HOT template, Heat environment, TOSCA template, SOL001 VNFD, CSAR, "
-                    "cloud-config, or catalog entry/flavor/site profile/inventory")))
+                    UnknownKind.id, (), "not a Heat template (HOT or CloudFormation format), Heat environment, TOSCA "
+                    "template, SOL001 VNFD, CSAR, cloud-config, or catalog entry/flavor/site profile/inventory")))
             return False
         for job in plan(doc, JobContext(ctx, self.options.environments, self.options.parameters,
                                          self._examples(doc))):

@@ -15,10 +15,10 @@ HEAT_MAX_TEMPLATE_SIZE = 524288  # heat.conf [DEFAULT] max_template_size default
 class TooLarge(Rule):
     id = "E0004"
     shortdesc = "File or archive too large"
-    description = ("A document over the size limit, a HOT template over Heat's max_template_size "
-                   "(524288 bytes by default), or a CSAR whose members expand beyond the limit.")
+    description = ("A document over the size limit, a Heat template (HOT or CloudFormation format) over Heat's "
+                   "max_template_size (524288 bytes by default), or a CSAR whose members expand beyond the limit.")
     source_url = "https://docs.openstack.org/heat/latest/configuration/config-options.html"
-    kinds = ("hot",)
+    kinds = ("hot", "cfn")
     blocks_engines = True
 
     def check(self, doc: Document, ctx: Context) -> Iterator[RawFinding]:
