@@ -233,3 +233,26 @@ def test_worker_never_imports_heat_or_nova() -> None:
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout.strip().splitlines()[-1]) == []
+
+
+def test_an_unsaved_tosca_buffer_is_what_tosca_parser_reads(tmp_path: Path) -> None:
+    """--stdin-filename (an editor's unsaved buffer) on a TOSCA template: tosca-parser reads the buffer in place
+    of the file, its error at the buffer's line; the saved file, clean on disk, is not what is validated, and a
+    clean buffer over a broken file is clean."""
+    from tests.conftest import nfvcat
+
+    fixtures = ROOT / "tests" / "fixtures" / "rules" / "E4001"
+    saved = tmp_path / "vnfd.yaml"
+
+    def validate(disk: Path, buffer: Path) -> tuple[int, list[dict[str, Any]]]:
+        saved.write_text(disk.read_text())
+        proc = nfvcat("validate", "--no-server", "--no-cache", "--format", "json", "--stdin-filename", str(saved),
+                      stdin=buffer.read_text(), cwd=tmp_path)
+        assert "Traceback" not in proc.stderr, proc.stderr
+        return proc.returncode, json.loads(proc.stdout)["findings"]
+
+    on_disk = validate(fixtures / "fail.yaml", fixtures / "fail.yaml")
+    code, found = validate(fixtures / "pass.yaml", fixtures / "fail.yaml")
+    assert code == 2 and found and {f["id"] for f in found} == {"E4001"}, found
+    assert [(f["line"], f["message"]) for f in found] == [(f["line"], f["message"]) for f in on_disk[1]]
+    assert validate(fixtures / "fail.yaml", fixtures / "pass.yaml") == (0, [])

@@ -106,6 +106,9 @@ def setup() -> None:
             return None
         if _state["read"] is not None:
             _state["read"].append(os.path.abspath(path))
+        text = (_state.get("overlay") or {}).get(os.path.abspath(path))
+        if text is not None:  # the file's unsaved content (an editor's buffer): parsed as load_yaml parses
+            return yaml.load(text, Loader=yamlparser.yaml_loader)
         return original_load(path, a_file)
 
     yamlparser.load_yaml = load_offline
@@ -158,7 +161,10 @@ def _tacker_setup() -> None:
 
 
 def _load(path: str) -> Any:
+    text = (_state.get("overlay") or {}).get(os.path.abspath(path))
     try:
+        if text is not None:
+            return yaml.safe_load(text)
         with open(path, encoding="utf-8") as f:
             return yaml.safe_load(f)
     except (OSError, yaml.YAMLError, UnicodeDecodeError):
@@ -337,7 +343,8 @@ def _check_yaml(job: Job, findings: list[dict[str, Any]], deps: dict[str, None])
     for dep in read:
         if not dep.startswith(sol001_dir()):
             deps[dep] = None
-    docs = [(f, _load(f)) for f in [path, *[d for d in deps if d != path]] if os.path.isfile(f)]
+    docs = [(f, _load(f)) for f in [path, *[d for d in deps if d != path]]
+            if os.path.isfile(f) or f in _state["overlay"]]
     if any(OFFLINE in m for m in errors):  # the other errors follow from types it could not load
         unresolved = "; ".join(m for m in errors if OFFLINE in m)
         findings.append(finding(EngineFailure.id, ["imports"], f"tosca-parser could not validate this document: "
@@ -501,6 +508,7 @@ def _strip_tmp(message: str, workdir: str, display: str, src: str = "") -> str:
 def check(job: Job) -> Result:
     findings: list[dict[str, Any]] = []
     deps: dict[str, None] = {}
+    _state["overlay"] = dict(job.get("overlay") or {})  # unsaved content by absolute path, read before the disk
     if job.get("kind") == "csar" or zipfile.is_zipfile(job["file"]):
         _check_csar(job, findings, deps)
     else:

@@ -33,9 +33,11 @@ from nfvcat.rules.parsing.e0009_engine_failure import EngineFailure
 from nfvcat.validation.executor import EngineUnavailable, Executor, OneShotExecutor, unavailable
 from nfvcat.validation.model import Options, Report
 
-# Engines that take a document's unsaved content: Heat reads every file through the job's overlay (nested
-# templates and get_file of the buffer too); Nova's jobs carry their data. tosca-parser reads the disk.
-OVERLAID_ENGINES = {"heat", "nova"}
+# Engines that take a document's unsaved content: Heat and tosca-parser read every file through the job's
+# overlay (nested templates, get_file and imports of the buffer too); Nova's jobs carry their data. A
+# package (CSAR) is read from the disk.
+OVERLAID_ENGINES = {"heat", "nova", "tosca"}
+READS_THROUGH_OVERLAY = {"heat", "tosca"}
 
 
 def _env_parameters(env: Document) -> dict[str, Any]:
@@ -188,10 +190,10 @@ class Validation:
             return False
         for job in plan(doc, JobContext(ctx, self.options.environments, self.options.parameters,
                                          self._examples(doc))):
-            if self.options.overlays and job.engine == "heat":
-                job.payload["overlay"] = self.options.overlays
-            elif doc.abspath in self.options.overlays and job.engine not in OVERLAID_ENGINES:
+            if doc.abspath in self.options.overlays and (job.engine not in OVERLAID_ENGINES or doc.kind == "csar"):
                 job.result = unavailable(job.engine, "it reads the saved file: unsaved changes are checked on save")
+            elif self.options.overlays and job.engine in READS_THROUGH_OVERLAY:
+                job.payload["overlay"] = self.options.overlays
             self.jobs.append(job)
         return True
 
