@@ -192,6 +192,8 @@ def test_stop_leaves_no_socket_pid_file_or_worker(server: Server, tmp_path: Path
     assert status is not None and status["workers"]["heat"]["pid"]
     assert (server.dir / "server.sock").is_socket() and (server.dir / "server.pid").exists()
     assert oct(server.dir.stat().st_mode & 0o777) == "0o700"
+    again = server.run("server", "run")  # the server itself, in the foreground: not a second one
+    assert again.returncode == 0 and again.stdout.strip() == f"an engine server already runs (pid {status['pid']})"
     pids = server.pids()
     assert "stopped" in server.run("server", "stop").stdout
     assert _wait_gone(pids)

@@ -32,6 +32,10 @@ def run(args: argparse.Namespace) -> int:
 
         from nfvcat.commands import validate
 
+        running = client.status()
+        if running is not None:
+            _print(args, {"status": running}, f"an engine server already runs (pid {running['pid']})")
+            return EXIT_OK
         site = os.path.abspath(args.site) if args.site else None
         os.chdir("/")
         idle = args.idle if args.idle is not None else server.idle_timeout()
