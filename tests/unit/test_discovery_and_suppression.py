@@ -135,6 +135,17 @@ def test_cloudformation_format_templates_are_heat_templates(repo: Path) -> None:
     assert code == 2 and [f[0] for f in ids(doc)] == ["E0001"] and doc["skipped"] == ["playbook.yml"]
 
 
+def test_an_environment_with_a_misspelt_section_is_an_environment(repo: Path) -> None:
+    """A Heat environment with a section only Heat has and a misspelt one: Heat's parser names the wrong section
+    at its line, walked or named (it used to be skipped, or E0007); "parameters" alone is no sign of Heat."""
+    (repo / "env").mkdir()
+    (repo / "env" / "site.yaml").write_text('parameter_defaults:\n  vlan: 150\nresource_registy:\n  "OS::X": x.yaml\n')
+    (repo / "env" / "ci.yaml").write_text("parameters:\n  - name: image\nstages: [build]\n")
+    code, doc = run_json("env", cwd=repo)
+    assert code == 2 and ids(doc) == [("E1004", "env/site.yaml", 3)] and doc["skipped"] == ["env/ci.yaml"]
+    assert "resource_registy" in str(doc["findings"][0]["message"])  # type: ignore[index]
+
+
 def test_project_file_excludes_paths(repo: Path) -> None:
     (repo / "vendor" / "deep").mkdir(parents=True)
     (repo / "vendor" / "deep" / "bad.yaml").write_text(BAD_HOT)

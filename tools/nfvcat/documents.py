@@ -76,8 +76,8 @@ def detect_kind(data: Any, text: str, name: str) -> str:
         return "entry"
     if "extra_specs" in data and ("vcpus" in data or "ram" in data):
         return "flavor"
-    if data and set(data) <= HEAT_ENV_SECTIONS:
-        return "environment"
+    if data and (set(data) <= HEAT_ENV_SECTIONS or set(data) & HEAT_ENV_SECTIONS - {"parameters"}):
+        return "environment"  # with a section only Heat has, even beside a misspelt one (Heat's parser names it)
     if data and set(data) & CLOUD_CONFIG_HINT_KEYS:
         return "cloud-config"  # cloud-config body without its header: a rule says so
     return "unknown"
