@@ -164,6 +164,8 @@ def test_a_warm_call_imports_no_engine_rule_or_catalog_code(server: Server, tmp_
     parsing = sorted(m for m in imported if m in ("argparse", "pathlib", "typing", "hashlib", "nfvcat.cache")
                      or m.startswith("nfvcat.commands"))
     assert parsing == [], parsing
+    # the wire is the C modules under json and socket: json brings re and enum, socket enum and selectors
+    assert sorted(m for m in imported if m in ("json", "socket", "re", "enum", "selectors")) == []
 
 
 def test_what_the_server_leaves_to_the_command_is_printed_as_the_command_prints_it(server: Server,
