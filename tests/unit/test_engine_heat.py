@@ -377,3 +377,122 @@ resources:
     good, bad = run_worker([{"file": str(tmp_path / "good.yaml")}, {"file": str(tmp_path / "bad.yaml")}])
     assert good["findings"] == []
     assert [f["path"][-1] for f in bad["findings"]] == ["nam"]
+
+
+def test_parsed_texts_are_kept_as_new_copies_and_errors_are_raised_each_time() -> None:
+    """The worker's memo of heatclient's parse: equal data, a new copy each call (Heat may change what it
+    is given), YAML aliases still one object, a text that does not parse raises every time."""
+    from nfvcat.engines.heat import _keeping_parsed
+
+    calls: list[str] = []
+
+    def parse(text: str) -> object:
+        calls.append(text)
+        if text == "bad":
+            raise ValueError("Template format version not found.")
+        shared = {"network": "mgmt"}
+        return {"heat_template_version": "2021-04-16", "a": shared, "b": shared, "n": [1, 2.5, None, True, b"x"]}
+
+    keeping = _keeping_parsed(parse)
+    first = keeping("t")
+    first["a"]["network"] = "changed by Heat"
+    second, third = keeping("t"), keeping("t")
+    assert calls == ["t"]
+    assert second == third == parse("t") and second is not third
+    assert second["a"] is second["b"] and second["a"] is not third["a"]
+    for _ in range(2):
+        try:
+            keeping("bad")
+        except ValueError as exc:
+            assert str(exc) == "Template format version not found."
+        else:
+            raise AssertionError("a text that does not parse must raise")
+    assert calls.count("bad") == 2
+
+    class Odd:  # nothing YAML's safe loader or JSON makes; kept as is and deep-copied
+        def __eq__(self, other: object) -> bool:
+            return isinstance(other, Odd)
+
+    odd = _keeping_parsed(lambda text: {"x": [Odd()]})
+    one, two = odd("o"), odd("o")
+    assert one == two and one["x"][0] is not two["x"][0]
+
+
+def test_template_verdicts_are_kept_per_text() -> None:
+    from nfvcat.engines.heat import _keeping_verdicts
+
+    seen: list[object] = []
+
+    def is_template(content: str | bytes) -> bool:
+        seen.append(content)
+        return content.startswith(b"heat" if isinstance(content, bytes) else "heat")
+
+    keeping = _keeping_verdicts(is_template, size=2)
+    assert [keeping("#cloud-config"), keeping("heat_template_version: 1"), keeping("#cloud-config"),
+            keeping(b"heat_template_version: 1")] == [False, True, False, True]
+    assert seen == ["#cloud-config", "heat_template_version: 1", b"heat_template_version: 1"]
+    keeping("other")  # two places: the least recently asked text goes ('#cloud-config')
+    keeping(b"heat_template_version: 1")
+    assert seen[-1] == "other"
+    keeping("#cloud-config")
+    assert seen[-1] == "#cloud-config"
+
+
+def test_the_offline_set_up_answers_as_heat_does(tmp_path: Path) -> None:
+    """The worker's set-up keeps the global registry's answers and the messages' translations: every type
+    of the global registry is looked up as Heat's own code finds it, and a broken template's findings
+    (Heat's messages with their parameters, a condition's definition among them) are the same with Heat's
+    own translation look-up."""
+    (tmp_path / "t.yaml").write_text("""heat_template_version: 2021-04-16
+parameters:
+  size: {type: number, default: 2, constraints: [{range: {min: 1}}]}
+resources:
+  a: {type: OS::Neutron::Port, properties: {network: x, binding:vnic_type: sriov}}
+  b: {type: OS::Nova::Flavor, properties: {vcpus: many, ram: 1024}}
+  c: {type: OS::Neutron::Net, properties: {nonsense: 1}}
+  d: {type: OS::Heat::ResourceGroup, properties: {count: {get_param: size}, resource_def: {type: OS::No::Such}}}
+""")
+    (tmp_path / "c.yaml").write_text("""heat_template_version: 2021-04-16
+parameters:
+  env: {type: string, default: prod}
+conditions:
+  is_prod: {equal: [{get_param: env}, prod]}
+resources:
+  n: {type: OS::Neutron::Net, condition: is_prod}
+""")
+    script = f"""
+import json
+from heat.engine import environment
+from oslo_i18n import _message
+heats = environment.ResourceRegistry.iterable_by
+translate = _message.Message._translate_msgid
+from nfvcat.engines import heat
+heat.setup()
+from heat.engine import resources
+registry = resources.global_env().registry
+assert environment.ResourceRegistry.iterable_by is not heats, "the set-up keeps the global registry's answers"
+assert _message.Message._translate_msgid is not translate, "the set-up keeps the translations"
+types = sorted(registry._registry) + ["OS::No::Such", "AWS::EC2::Nope", "x.yaml"]
+for name in types:
+    for resource_name in (None, "server"):
+        for _ in range(2):
+            kept = list(registry.iterable_by(name, resource_name))
+            assert kept == list(heats(registry, name, resource_name)), name
+            assert [i.name for i in kept] == [i.name for i in heats(registry, name, resource_name)], name
+user = environment.Environment({{"resource_registry": {{"OS::Nova::Server": "x.yaml"}}}})
+assert user.get_resource_info("OS::Nova::Server").value == "x.yaml"
+jobs = [{{"file": {str(tmp_path / "t.yaml")!r}}}, {{"file": {str(tmp_path / "c.yaml")!r}}}]
+kept = [heat.check(job)["findings"] for job in jobs + jobs]
+_message.Message._translate_msgid = staticmethod(translate)
+environment.ResourceRegistry.iterable_by = heats
+own = [heat.check(job)["findings"] for job in jobs]
+print(json.dumps({{"types": len(types), "kept": kept, "own": own}}))
+"""
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = json.loads(proc.stdout.splitlines()[-1])
+    assert out["types"] > 200
+    assert out["kept"] == out["own"] * 2, out
+    broken, condition = out["own"]
+    assert len(broken) == 4 and len(condition) == 1, out
+    assert "{'equal': [{'get_param': 'env'}, 'prod']}" in condition[0]["message"], "lazy messages, as Heat makes them"
