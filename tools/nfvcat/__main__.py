@@ -1,3 +1,3 @@
-from nfvcat.cli import main
+from nfvcat.cli import run
 
-raise SystemExit(main())
+run()
