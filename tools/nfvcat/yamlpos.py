@@ -79,6 +79,7 @@ class Positions:
 
     marks: dict[Path, tuple[int, int]] = field(default_factory=dict)
     duplicates: list[tuple[Path, int, int]] = field(default_factory=list)
+    libyaml: bool = False  # libyaml parsed the document (not PyYAML's own parser)
 
     def locate(self, path: Path) -> tuple[int, int]:
         """The position of the longest prefix of ``path`` that exists in the document."""
@@ -239,6 +240,7 @@ def _load(text: str, cls: type[Any]) -> tuple[Any, Positions]:
             if cls is _FastLoader:
                 try:
                     pos.marks[()] = _mark(node)
+                    pos.libyaml = True
                     return _Walk(loader, pos).node(node, (), 0)[0], pos
                 except (_Unusual, yaml.YAMLError, ValueError, TypeError):
                     pos = Positions()  # the three below give PyYAML's data, or its error
@@ -246,6 +248,7 @@ def _load(text: str, cls: type[Any]) -> tuple[Any, Positions]:
             pos.marks[()] = _mark(node)
             _record(node, (), pos, set())
             data = loader.construct_document(node)
+            pos.libyaml = cls is _FastLoader
         finally:
             loader.dispose()
     except DocumentError:

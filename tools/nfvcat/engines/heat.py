@@ -11,6 +11,7 @@ the properties they feed (heat_values); findings are located on the offending ke
 
 from __future__ import annotations
 
+import binascii
 import collections
 import copy
 import marshal
@@ -40,11 +41,39 @@ def jobs(doc: Document, ctx: JobContext) -> list[EngineJob]:
     files), an environment alone."""
     if doc.kind in ("hot", "cfn"):
         env_sets = [[ex] for ex in ctx.examples] or [[os.path.abspath(e) for e in ctx.environments]]
-        return [EngineJob(ENGINE, doc, {"file": doc.abspath, "environments": envs, "parameters": ctx.parameters})
+        return [EngineJob(ENGINE, doc, {"file": doc.abspath, "environments": envs, "parameters": ctx.parameters},
+                          handover=lambda: parsed_as_heatclient_parses(doc))
                 for envs in env_sets]
     if doc.kind == "environment":
         return [EngineJob(ENGINE, doc, {"file": doc.abspath, "kind": "environment"})]
     return []
+
+
+def parsed_as_heatclient_parses(doc: Document) -> dict[str, Any]:
+    """The template's data as read here, for the worker to take instead of parsing the text again (YAML is a
+    sixth of a changed template's validation), where heatclient's parse makes the same data by construction:
+    libyaml read it (heatclient's loader is libyaml's, with the same constructors: timestamps stay strings),
+    it is a mapping, not JSON (heatclient gives a text that starts with '{' to json), and the text heatclient
+    parses (stripped) reads as the whole text does: nothing before it, only line ends after it, and its last
+    node is no string that ends in white space (a block scalar's line ends, which stripping removes) under
+    a key that does. The worker takes it only for that exact text: ``{}`` otherwise."""
+    text, data, pos = doc.text, doc.data, doc.positions
+    stripped = text.strip()
+    if not (pos.libyaml and isinstance(data, dict) and text.startswith(stripped)
+            and not text[len(stripped):].strip("\n") and not stripped.startswith("{")):
+        return {}
+    last = max(pos.marks, key=lambda path: (pos.marks[path], len(path)), default=())
+    value: Any = data
+    for step in last:  # the marks name a key by its text: a key YAML makes another type of is not followed
+        if not isinstance(value, (dict, list)) or (isinstance(value, list) and not isinstance(step, int)):
+            return {}
+        try:
+            value = value[step]
+        except (KeyError, IndexError, TypeError):
+            return {}
+    if any(isinstance(v, str) and v != v.rstrip() for v in (value, *last[-1:])):
+        return {}
+    return {"parsed": {"text": stripped, "data": binascii.b2a_base64(marshal.dumps(data), newline=False).decode()}}
 
 
 def offline_context() -> Any:
@@ -101,6 +130,8 @@ def setup() -> None:
     utils.read_url_content = _local_only
     template_utils.utils.read_url_content = _local_only
     template_utils.request = _LocalRequest()  # the template and environment files it opens itself
+    template_utils.template_format.yaml = _HandedOver(template_utils.template_format.yaml,
+                                                      template_utils.template_format.yaml_loader)
     template_utils.template_format.parse = _keeping_parsed(template_utils.template_format.parse)
     template_utils.environment_format.parse = _keeping_parsed(template_utils.environment_format.parse)
     template_utils.is_template = _keeping_verdicts(template_utils.is_template)
@@ -161,6 +192,25 @@ class _NoYield:
     def sleep(seconds: float) -> None:
         if seconds > 0:
             time.sleep(seconds)
+
+
+class _HandedOver:
+    """The ``yaml`` module as heatclient's template parse sees it: the text a job hands over parsed (its
+    ``parsed``: see parsed_as_heatclient_parses) is that data; anything else is PyYAML's. heatclient's own
+    parse does the rest (stripping, JSON, its checks)."""
+
+    def __init__(self, yaml: Any, loader: Any):
+        self._yaml = yaml
+        self._loader = loader
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._yaml, name)
+
+    def load(self, stream: Any, Loader: Any) -> Any:
+        handed = _state.get("handed_over") or {}
+        if Loader is self._loader and isinstance(stream, str) and stream in handed:
+            return marshal.loads(binascii.a2b_base64(handed[stream]))
+        return self._yaml.load(stream, Loader=Loader)
 
 
 def _keep_global_lookups(registry_class: Any, global_registry: Any) -> None:
@@ -360,6 +410,8 @@ def check(job: Job) -> Result:
 
     path = job["file"]
     _state["overlay"] = dict(job.get("overlay") or {})
+    handed = job.get("parsed")
+    _state["handed_over"] = {handed["text"]: handed["data"]} if isinstance(handed, dict) else {}
     deps: dict[str, None] = {}
     _state["looked_for"] = deps
     for env_path in job.get("environments") or []:

@@ -1,8 +1,9 @@
 """What an engine is asked to do: each engine module plans its own jobs for a document (``jobs(doc, ctx)``).
 
 A job's ``payload`` is what the engine's worker receives (and, with the engine's version and the files it
-names, the result cache's key); ``prefix`` is the key path in the document that the engine's finding paths
-are relative to (a flavor's ``extra_specs``, say).
+names, the result cache's key); ``handover`` adds to what the worker receives what it may take instead of
+computing it again (not part of the job's identity: the cache key); ``prefix`` is the key path in the
+document that the engine's finding paths are relative to (a flavor's ``extra_specs``, say).
 """
 
 from __future__ import annotations
@@ -24,6 +25,11 @@ class EngineJob:
     payload: dict[str, Any]
     prefix: tuple[Any, ...] = ()
     result: dict[str, Any] | None = None
+    handover: Callable[[], dict[str, Any]] | None = None
+
+    def request(self) -> dict[str, Any]:
+        """What the worker receives: the payload, and what the handover adds (made when it is sent)."""
+        return {**self.payload, **self.handover()} if self.handover else self.payload
 
 
 @dataclass

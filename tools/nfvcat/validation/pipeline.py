@@ -279,7 +279,7 @@ class Validation:
     def _engine(self, name: str, batch: list[tuple[str, EngineJob]]) -> None:
         """Run ``batch`` (one request to the executor) and keep its results in the jobs and the cache."""
         try:
-            results = self.executor.run_jobs(name, [job.payload for _, job in batch])
+            results = self.executor.run_jobs(name, [job.request() for _, job in batch])
         except EngineUnavailable as exc:
             results = [unavailable(name, exc) for _ in batch]
         except Exception as exc:  # never a job without a result: it says why it has none
