@@ -44,6 +44,7 @@ STRIPPED = {  # heatclient parses text.strip(): where that is not the text's dat
     "flow-at-end": "heat_template_version: 2021-04-16\na: {b: \"c \"}\n",
     "plain": "heat_template_version: 2021-04-16\nresources: {}\n",
     "int-key-at-end": "heat_template_version: 2021-04-16\n1: |\n  x\n",
+    "int-and-str-key": "heat_template_version: 2021-04-16\n'1': plain\n1: |\n  x\n",
 }
 
 
@@ -93,7 +94,8 @@ def test_what_is_handed_over_is_what_heatclient_parses_and_nothing_else_is() -> 
             refused_where_equal += same
     assert handed_over > 100, "the repository's templates and files are handed over"
     for name in ("clip-at-end", "keep-at-end", "block-in-list-at-end", "duplicate-key-block-last",
-                 "alias-at-end", "complex-key-at-end", "leading-spaces", "crlf", "nbsp-at-end", "json"):
+                 "alias-at-end", "complex-key-at-end", "leading-spaces", "crlf", "nbsp-at-end", "json",
+                 "int-key-at-end", "int-and-str-key"):
         assert _handed(STRIPPED[name])[0] == {}, name
     for name in ("strip-at-end", "block-then-key", "plain"):
         assert _handed(STRIPPED[name])[0], name
@@ -104,7 +106,7 @@ def test_differences_stripping_makes_are_real() -> None:
     """Most inputs above that are refused differ in heatclient's parse: the refusal is needed (an alias or
     trailing spaces are refused out of caution)."""
     for name in ("clip-at-end", "keep-at-end", "block-in-list-at-end", "duplicate-key-block-last",
-                 "complex-key-at-end", "leading-spaces", "nbsp-at-end", "json"):
+                 "complex-key-at-end", "leading-spaces", "nbsp-at-end", "json", "int-and-str-key"):
         text = STRIPPED[name]
         assert _shape(_heatclient(text)) != _shape(yamlpos.load(text)[0]), name
 

@@ -64,7 +64,9 @@ def parsed_as_heatclient_parses(doc: Document) -> dict[str, Any]:
         return {}
     last = max(pos.marks, key=lambda path: (pos.marks[path], len(path)), default=())
     value: Any = data
-    for step in last:  # the marks name a key by its text: a key YAML makes another type of is not followed
+    for step in last:  # the marks name a key by its text: a mapping with keys of other types is not followed
+        if isinstance(value, dict) and not all(isinstance(key, str) for key in value):
+            return {}
         if not isinstance(value, (dict, list)) or (isinstance(value, list) and not isinstance(step, int)):
             return {}
         try:
