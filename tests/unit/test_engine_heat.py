@@ -496,3 +496,23 @@ print(json.dumps({{"types": len(types), "kept": kept, "own": own}}))
     broken, condition = out["own"]
     assert len(broken) == 4 and len(condition) == 1, out
     assert "{'equal': [{'get_param': 'env'}, 'prod']}" in condition[0]["message"], "lazy messages, as Heat makes them"
+
+
+def test_the_same_template_gives_the_same_first_error_whatever_the_callers_hash_seed(tmp_path: Path) -> None:
+    """Heat stops at a stack's first error and which resource type is looked up first follows a set's order:
+    the workers' hashes are seeded, so the calling process's seed (these three gave three different
+    answers before) does not choose the finding."""
+    (tmp_path / "t.yaml").write_text("""heat_template_version: 2021-04-16
+resources:
+  group: {type: Vendor::AutoScale::Group}
+  policy: {type: Vendor::AutoScale::ScalingPolicy, properties: {group: {get_resource: group}}}
+  hook: {type: Vendor::AutoScale::WebHook, properties: {policy: {get_resource: policy}}}
+  lb: {type: Vendor::Cloud::LoadBalancer}
+  db: {type: Vendor::Cloud::Database}
+""")
+    seen = []
+    for seed in ("1", "2", "5"):
+        code, found = findings_of("--no-server", "--no-cache", str(tmp_path / "t.yaml"), env={"PYTHONHASHSEED": seed})
+        assert code == 2 and len(found) == 1 and "could not be found" in str(found[0]["message"]), found
+        seen.append(found)
+    assert seen[0] == seen[1] == seen[2]
