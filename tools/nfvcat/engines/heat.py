@@ -18,9 +18,11 @@ import marshal
 import os
 import re
 import time
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import unquote, urlparse
 
+from nfvcat import hot
 from nfvcat.documents import Document
 from nfvcat.engines import heat_paths, heat_values
 from nfvcat.engines.jobs import EngineJob, JobContext
@@ -42,40 +44,61 @@ def jobs(doc: Document, ctx: JobContext) -> list[EngineJob]:
     if doc.kind in ("hot", "cfn"):
         env_sets = [[ex] for ex in ctx.examples] or [[os.path.abspath(e) for e in ctx.environments]]
         return [EngineJob(ENGINE, doc, {"file": doc.abspath, "environments": envs, "parameters": ctx.parameters},
-                          handover=lambda: parsed_as_heatclient_parses(doc))
+                          handover=lambda: _handover(doc, ctx.read))
                 for envs in env_sets]
     if doc.kind == "environment":
         return [EngineJob(ENGINE, doc, {"file": doc.abspath, "kind": "environment"})]
     return []
 
 
-def parsed_as_heatclient_parses(doc: Document) -> dict[str, Any]:
+def _handover(doc: Document, read: Callable[[str], Document] | None) -> dict[str, Any]:
+    """The data of the template and of the templates it nests (as the run read them: an edited VNF template
+    nested in a chain), where heatclient's parse makes the same (parsed_as_heatclient_parses)."""
+    parsed: list[dict[str, str]] = []
+    seen: set[str] = set()
+
+    def add(one: Document, depth: int) -> None:
+        if one.abspath in seen or depth > 5:
+            return
+        seen.add(one.abspath)
+        given = parsed_as_heatclient_parses(one)
+        if given:
+            parsed.append(given)
+        if read is not None and one.kind == "hot":
+            for _, path, _ in hot.nested_templates(one.data, os.path.dirname(one.abspath)):
+                add(read(path), depth + 1)
+
+    add(doc, 0)
+    return {"parsed": parsed} if parsed else {}
+
+
+def parsed_as_heatclient_parses(doc: Document) -> dict[str, str] | None:
     """The template's data as read here, for the worker to take instead of parsing the text again (YAML is a
     sixth of a changed template's validation), where heatclient's parse makes the same data by construction:
     libyaml read it (heatclient's loader is libyaml's, with the same constructors: timestamps stay strings),
     it is a mapping, not JSON (heatclient gives a text that starts with '{' to json), and the text heatclient
     parses (stripped) reads as the whole text does: nothing before it, only line ends after it, and its last
     node is no string that ends in white space (a block scalar's line ends, which stripping removes) under
-    a key that does. The worker takes it only for that exact text: ``{}`` otherwise."""
+    a key that does. The worker takes it only for that exact text; None where the parses may differ."""
     text, data, pos = doc.text, doc.data, doc.positions
     stripped = text.strip()
     if not (pos.libyaml and isinstance(data, dict) and text.startswith(stripped)
             and not text[len(stripped):].strip("\n") and not stripped.startswith("{")):
-        return {}
+        return None
     last = max(pos.marks, key=lambda path: (pos.marks[path], len(path)), default=())
     value: Any = data
     for step in last:  # the marks name a key by its text: a mapping with keys of other types is not followed
         if isinstance(value, dict) and not all(isinstance(key, str) for key in value):
-            return {}
+            return None
         if not isinstance(value, (dict, list)) or (isinstance(value, list) and not isinstance(step, int)):
-            return {}
+            return None
         try:
             value = value[step]
         except (KeyError, IndexError, TypeError):
-            return {}
+            return None
     if any(isinstance(v, str) and v != v.rstrip() for v in (value, *last[-1:])):
-        return {}
-    return {"parsed": {"text": stripped, "data": binascii.b2a_base64(marshal.dumps(data), newline=False).decode()}}
+        return None
+    return {"text": stripped, "data": binascii.b2a_base64(marshal.dumps(data), newline=False).decode()}
 
 
 def offline_context() -> Any:
@@ -197,7 +220,7 @@ class _NoYield:
 
 
 class _HandedOver:
-    """The ``yaml`` module as heatclient's template parse sees it: the text a job hands over parsed (its
+    """The ``yaml`` module as heatclient's template parse sees it: a text a job hands over parsed (its
     ``parsed``: see parsed_as_heatclient_parses) is that data; anything else is PyYAML's. heatclient's own
     parse does the rest (stripping, JSON, its checks)."""
 
@@ -412,8 +435,7 @@ def check(job: Job) -> Result:
 
     path = job["file"]
     _state["overlay"] = dict(job.get("overlay") or {})
-    handed = job.get("parsed")
-    _state["handed_over"] = {handed["text"]: handed["data"]} if isinstance(handed, dict) else {}
+    _state["handed_over"] = {one["text"]: one["data"] for one in job.get("parsed") or []}
     deps: dict[str, None] = {}
     _state["looked_for"] = deps
     for env_path in job.get("environments") or []:

@@ -40,6 +40,7 @@ class JobContext:
     environments: list[str] = field(default_factory=list)  # -e, as given
     parameters: dict[str, str] = field(default_factory=dict)  # -P
     examples: list[str] = field(default_factory=list)  # the example environments of an entry's template
+    read: Callable[[str], Document] | None = None  # the run's reader of other documents (a nested template)
 
 
 def planners() -> dict[str, Callable[[Document, JobContext], list[EngineJob]]]:

@@ -189,7 +189,7 @@ class Validation:
                     "template, SOL001 VNFD, CSAR, cloud-config, or catalog entry/flavor/site profile/inventory")))
             return False
         for job in plan(doc, JobContext(ctx, self.options.environments, self.options.parameters,
-                                         self._examples(doc))):
+                                         self._examples(doc), self.doc)):
             if doc.abspath in self.options.overlays and (job.engine not in OVERLAID_ENGINES or doc.kind == "csar"):
                 job.result = unavailable(job.engine, "it reads the saved file: unsaved changes are checked on save")
             elif self.options.overlays and job.engine in READS_THROUGH_OVERLAY:
