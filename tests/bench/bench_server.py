@@ -225,7 +225,7 @@ def main() -> None:
                 print(f"uptime at the end: {subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()}")
                 return
 
-            per_file: dict[str, list[float]] = {name: [] for name in arms}
+            per_file: dict[str, list[float]] = {}  # the arms that take one file: not "api, one process"
             for f in bench.files:
                 one: dict[str, Callable[[], float]] = {
                     "server": lambda f=f: bench.server([f]),  # type: ignore[misc]
@@ -233,7 +233,7 @@ def main() -> None:
                 if args.os_cloud:
                     one["api"] = lambda f=f: bench.api(args.os_cloud, [f])  # type: ignore[misc]
                 for name, values in alternate(one, max(3, args.runs // 2 + 1)).items():
-                    per_file[name].append(statistics.median(values))
+                    per_file.setdefault(name, []).append(statistics.median(values))
             print(f"one file per call (median per file, then summed over the {len(bench.files)} files):")
             for name, values in per_file.items():
                 print(f"  {name:<34} per call median {statistics.median(values):6.3f} s, all calls "

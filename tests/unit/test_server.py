@@ -356,3 +356,32 @@ def test_an_idle_server_exits_and_cleans_up(server: Server) -> None:
     pid = server.status()["pid"]  # type: ignore[index]
     assert _wait_gone([pid], 30)
     assert not (server.dir / "server.sock").exists() and not (server.dir / "server.pid").exists()
+
+
+def test_the_code_watch_sees_every_kind_of_change_and_is_quiet_otherwise(tmp_path: Path) -> None:
+    from nfvcat.validation.server import CodeWatch
+
+    tree = tmp_path / "pkg"
+    (tree / "sub").mkdir(parents=True)
+    (tree / "a.py").write_text("x = 1\n")
+
+    def dirs() -> list[str]:
+        return [d for d, _, _ in os.walk(tree)]
+
+    watch = CodeWatch.start(dirs)
+    assert watch is not None, "inotify is available on Linux"
+    try:
+        assert not watch.changed()
+        steps = [lambda: (tree / "a.py").write_text("x = 2\n"),
+                 lambda: os.utime(tree / "a.py", ns=(1, 1)),
+                 lambda: (tree / "sub" / "b.py").write_text(""),
+                 lambda: (tree / "sub" / "b.py").rename(tree / "b.py"),
+                 lambda: (tree / "b.py").unlink(),
+                 lambda: (tree / "new").mkdir(),
+                 lambda: (tree / "new" / "c.py").write_text("")]  # a new directory is watched after its event
+        for n, step in enumerate(steps):
+            step()
+            assert watch.changed(), f"step {n} not seen"
+            assert not watch.changed(), f"step {n}: seen twice"
+    finally:
+        watch.close()

@@ -13,6 +13,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from nfvcat import filesig
 from nfvcat.dirs import cache_base
 
 ENGINE_PACKAGES = {
@@ -26,12 +27,30 @@ def cache_dir() -> Path:
     return Path(cache_base())
 
 
+# path -> (settled stat signature, sha256): an unchanged file is not read again (nfvcat.filesig says when a
+# signature can be trusted); bounded, oldest out first
+_HASHES: dict[str, tuple[filesig.Signature, str]] = {}
+_HASHES_MAX = 4096
+
+
 def file_hash(path: str) -> str | None:
+    """sha256 of the file's content; None when it cannot be read."""
+    key = os.path.abspath(path)
     try:
-        with open(path, "rb") as f:
-            return hashlib.sha256(f.read()).hexdigest()
+        signature = filesig.settled(os.stat(key))
+        hit = _HASHES.get(key)
+        if hit is not None and hit[0] == signature:
+            return hit[1]
+        with open(key, "rb") as f:
+            digest = hashlib.sha256(f.read()).hexdigest()
     except OSError:
         return None
+    _HASHES.pop(key, None)
+    if signature is not None:
+        _HASHES[key] = (signature, digest)
+        if len(_HASHES) > _HASHES_MAX:
+            del _HASHES[next(iter(_HASHES))]
+    return digest
 
 
 @cache

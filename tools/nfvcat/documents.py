@@ -37,6 +37,9 @@ class Document:
     data: Any = None
     positions: yamlpos.Positions = field(default_factory=yamlpos.Positions)
     problems: list[RawFinding] = field(default_factory=list)  # found while reading
+    # what is computed from the content alone, kept with it: the engine server keeps a document between
+    # validations while its file is unchanged, so an unchanged nested template is not worked on again
+    derived: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def locate(self, path: tuple[Any, ...] | list[Any]) -> tuple[int, int]:
         return self.positions.locate(tuple(path))

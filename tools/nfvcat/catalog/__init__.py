@@ -62,12 +62,16 @@ def catalog_files(root: Path) -> list[Path]:
 
 def entry_of(path: Path) -> Path | None:
     """The entry directory (the nearest one with an entry.yaml) a file belongs to."""
-    for parent in path.resolve().parents:
-        if (parent / "entry.yaml").is_file():
-            return parent
-        if parent.name in CATALOG_DIRS:
+    here = os.path.realpath(path)  # Path.resolve(), without a Path object per parent (validate asks per document)
+    while True:
+        parent = os.path.dirname(here)
+        if parent == here:
             return None
-    return None
+        if os.path.isfile(os.path.join(parent, "entry.yaml")):
+            return Path(parent)
+        if os.path.basename(parent) in CATALOG_DIRS:
+            return None
+        here = parent
 
 
 def examples_of(entry_dir: Path) -> list[Path]:

@@ -73,6 +73,14 @@ def _handover(doc: Document, read: Callable[[str], Document] | None) -> dict[str
 
 
 def parsed_as_heatclient_parses(doc: Document) -> dict[str, str] | None:
+    """``_parsed_as_heatclient_parses``, once per document (a nested template is handed over with every
+    template that nests it, and the engine server keeps an unchanged document between validations)."""
+    if "heat.parsed" not in doc.derived:
+        doc.derived["heat.parsed"] = _parsed_as_heatclient_parses(doc)
+    return doc.derived["heat.parsed"]
+
+
+def _parsed_as_heatclient_parses(doc: Document) -> dict[str, str] | None:
     """The template's data as read here, for the worker to take instead of parsing the text again (YAML is a
     sixth of a changed template's validation), where heatclient's parse makes the same data by construction:
     libyaml read it (heatclient's loader is libyaml's, with the same constructors: timestamps stay strings),

@@ -78,6 +78,7 @@ class Validation:
         self.root = options.catalog_root or catalog.find_root()
         self.catalog_mode = not paths
         self.docs: dict[str, Document] = {}
+        self.examples: dict[str, list[str]] = {}  # a main template's example environments, by its path
         self.raw: list[tuple[Document, RawFinding]] = []
         self.jobs: list[EngineJob] = []
         self.timings: dict[str, float] = {}
@@ -242,9 +243,15 @@ class Validation:
         return catalog.provider_networks(self.root, self._data)
 
     def _examples(self, doc: Document) -> list[str]:
-        """The example environments of the entry whose main template ``doc`` is (none with -e)."""
+        """The example environments of the entry whose main template ``doc`` is (none with -e); once per
+        document and run (its jobs and both passes of rules ask)."""
         if doc.kind != "hot" or self.options.environments:
             return []
+        if doc.abspath not in self.examples:
+            self.examples[doc.abspath] = self._find_examples(doc)
+        return self.examples[doc.abspath]
+
+    def _find_examples(self, doc: Document) -> list[str]:
         entry_dir = catalog.entry_of(Path(doc.abspath))
         if entry_dir is None:
             return []

@@ -6,8 +6,9 @@ port, and answers only processes of its own user (SO_PEERCRED). A request is one
 JSON line. The client sends what only it knows (its Python and nfvcat, its NFVCAT_* settings, its
 directory); the server turns that and the site profile into a fingerprint and compares it with its own,
 and checks, while it validates, that nfvcat's code and the installed packages (engine versions) are still
-those it started with. When either differs, the server answers "restart" (never a result from the old
-code) and exits, and the client starts a new one. A command line's call is run here whole (``run``: its
+those it started with (computed again when inotify saw a change there, or every time without inotify). When
+either differs, the server answers "restart" (never a result from the old code), to that request and every
+later one, and exits, and the client starts a new one. A command line's call is run here whole (``run``: its
 words in, parsed by the validate command's own parser, which ``nfvcat server run`` hands over; its output
 out, rendered by the same code as in-process), so the client imports almost nothing. The server exits after
 an idle time (``NFVCAT_SERVER_IDLE``, default 15 min), on ``nfvcat server stop``, SIGTERM or SIGINT, removing
@@ -25,6 +26,7 @@ import os
 import selectors
 import signal
 import socket
+import stat
 import struct
 import sys
 import threading
@@ -83,29 +85,106 @@ def settings_fingerprint(site: str | None, caller: dict[str, Any] | None = None)
     return h.hexdigest()[:32]
 
 
-def code_fingerprint() -> str:
-    """nfvcat's files, the installed packages (their dist-info names carry the versions of Heat, Nova,
-    tosca-parser, tacker...) and the cloud-init schema. Stat, not read: the server checks it during each
-    validation, while the engines work."""
+def _code_dirs() -> tuple[list[str], list[str]]:
+    """What the code fingerprint looks at: the directories of nfvcat's package, and the site-packages
+    directories (whose dist-info names carry the engines' versions)."""
     import nfvcat
 
-    h = hashlib.sha256()
-    package = Path(nfvcat.__file__).parent
-    for directory, dirs, files in os.walk(package):
+    package: list[str] = []
+    for directory, dirs, _files in os.walk(Path(nfvcat.__file__).parent):
         dirs[:] = sorted(d for d in dirs if d != "__pycache__")
-        for name in sorted(files):
-            if not name.endswith((".pyc", ".pyo")):
-                with contextlib.suppress(OSError):
-                    st = os.stat(os.path.join(directory, name))
-                    h.update(f"{directory}/{name}:{st.st_size}:{st.st_mtime_ns}\n".encode())
-    for entry in sys.path:
-        if entry and os.path.isdir(entry) and "site-packages" in entry:
-            with contextlib.suppress(OSError):
-                h.update("\n".join(sorted(n for n in os.listdir(entry) if n.endswith(".dist-info"))).encode())
+        package.append(directory)
+    sites = [e for e in sys.path if e and os.path.isdir(e) and "site-packages" in e]
+    return package, sites
+
+
+def code_fingerprint() -> str:
+    """nfvcat's files, the installed packages (their dist-info names carry the versions of Heat, Nova,
+    tosca-parser, tacker...) and the cloud-init schema. Stat, not read."""
+    h = hashlib.sha256()
+    package, sites = _code_dirs()
+    for directory in package:
+        with contextlib.suppress(OSError):
+            for name in sorted(os.listdir(directory)):
+                if not name.endswith((".pyc", ".pyo")) and name != "__pycache__":
+                    with contextlib.suppress(OSError):
+                        st = os.stat(os.path.join(directory, name))
+                        if not stat.S_ISDIR(st.st_mode):
+                            h.update(f"{directory}/{name}:{st.st_size}:{st.st_mtime_ns}\n".encode())
+    for entry in sites:
+        with contextlib.suppress(OSError):
+            h.update("\n".join(sorted(n for n in os.listdir(entry) if n.endswith(".dist-info"))).encode())
     from nfvcat.engines import cloudinit
 
     h.update(f"cloud-init:{cloudinit.version()}\n".encode())
     return h.hexdigest()[:32]
+
+
+def _watched() -> list[str]:
+    """The directories ``code_fingerprint`` reads."""
+    from nfvcat.engines import cloudinit
+
+    package, sites = _code_dirs()
+    schema = cloudinit.schema_path()
+    return [*package, *sites, *([str(schema.parent)] if schema is not None else [])]
+
+
+class CodeWatch:
+    """Linux inotify on what ``code_fingerprint`` reads, so that a validation computes the fingerprint again
+    only after something there changed (any event: the fingerprint then decides), not on every call.
+    ``start()`` gives None where inotify is not to be had (then every validation computes it, as before)."""
+
+    # every change to a file or to a directory's entries: written, closed after writing, touched (utime,
+    # chmod), created, deleted, renamed; the watched directory itself deleted or moved
+    MASK = 0x2 | 0x4 | 0x8 | 0x40 | 0x80 | 0x100 | 0x200 | 0x400 | 0x800
+
+    def __init__(self, fd: int, add: Callable[[int, bytes, int], int], dirs: Callable[[], list[str]]):
+        self.fd = fd
+        self._add = add
+        self._dirs = dirs
+
+    @classmethod
+    def start(cls, dirs: Callable[[], list[str]] = _watched) -> CodeWatch | None:
+        import ctypes
+
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            fd = libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
+        except (OSError, AttributeError):
+            return None
+        if fd < 0:
+            return None
+        watch = cls(fd, libc.inotify_add_watch, dirs)
+        if not watch.watch():
+            watch.close()
+            return None
+        return watch
+
+    def watch(self) -> bool:
+        """Watch every directory ``dirs`` names (again after a change, so a new sub-package is watched too);
+        False if one cannot be watched (gone, or the inotify limits)."""
+        return all(self._add(self.fd, os.fsencode(d), self.MASK) >= 0 for d in self._dirs())
+
+    def changed(self) -> bool:
+        """Whether anything happened there since the last call (its events are drained); True when that
+        cannot be told."""
+        seen = False
+        while True:
+            try:
+                if not os.read(self.fd, 65536):
+                    break
+            except BlockingIOError:
+                break
+            except OSError:
+                return True
+            seen = True
+        if seen and not self.watch():
+            return True
+        return seen
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            os.close(self.fd)
 
 
 def site_for(site: str | None, catalog_root: Path | None = None) -> str | None:
@@ -139,6 +218,7 @@ class Server:
         self.site = site
         self.idle = idle
         self.settings = settings_fingerprint(site)
+        self.watch = CodeWatch.start()  # before the fingerprint: what changes after it is seen
         self.code = code_fingerprint()
         self.fingerprint = fingerprint(site, self.code)
         self.pool = WorkerPool(self.dir, ENGINES)
@@ -188,17 +268,21 @@ class Server:
         if op not in ("run", "validate"):
             return {"error": f"unknown request {op!r}"}
         with self.validating:
+            if self.stopping.is_set():  # it found its code or settings changed, or was asked to stop
+                return {"restart": "this engine server is stopping"}
             self.requests += 1
-            code: list[str] = []
-            check = threading.Thread(target=lambda: code.append(code_fingerprint()), daemon=True)
-            check.start()  # while the engines work
+            code: list[str] = [self.code]
+            check = threading.Thread(target=lambda: code.__setitem__(0, code_fingerprint()), daemon=True)
+            if self.watch is None or self.watch.changed():
+                check.start()  # while the engines work
             try:
                 os.chdir(request["cwd"])
                 answer = self._run(request) if op == "run" else self._validate(request)
                 if answer is None:
                     self.stopping.set()  # the settings or the site profile changed: a new server is needed
                     return {"restart": "the settings, the site profile or the Python changed"}
-                check.join()
+                if check.ident is not None:
+                    check.join()
                 if code != [self.code]:
                     self.stopping.set()  # nfvcat or an engine changed: this answer may be the old code's
                     return {"restart": "nfvcat's code or an engine changed"}
