@@ -164,6 +164,55 @@ def test_expectations_ratio_slope_and_unknown() -> None:
     assert unknown["status"] == FAIL and "unknown" in unknown["why"]
 
 
+def test_a_figure_capped_by_the_rate_asked_is_a_bound_not_a_pass() -> None:
+    """Both arms lost nothing at max_rate_pps: their ratio (1.0) says nothing of the ACL's cost."""
+    capped = {"throughput_pps/64": 200_000.0, "at_least": ["throughput_pps/64", "throughput_mbps/64"]}
+    ratio = tdf.Expectation("acl", "throughput_pps", "64", 0.5, None, "no-acl", None)
+    both = runner.evaluate(ratio, _record("acl", 1, capped), capped, {"no-acl": _record("no-acl", 1, capped)})
+    assert both["figure"] == 1.0 and both["status"] == FAIL and "unknown" in both["why"], both
+    assert "raise max_rate_pps" in both["why"]
+    # only the arm under test capped: the true ratio is at least the one computed, so a minimum holds
+    measured = {"throughput_pps/64": 300_000.0}
+    acl = runner.evaluate(ratio, _record("acl", 1, capped), capped, {"no-acl": _record("no-acl", 1, measured)})
+    assert acl["status"] == PASS and "why" not in acl
+    # only the reference capped: the true ratio may be lower, a minimum cannot be confirmed ...
+    low = runner.evaluate(ratio, _record("acl", 1, measured), measured, {"no-acl": _record("no-acl", 1, capped)})
+    assert low["status"] == FAIL and "no-acl's" in low["why"]
+    # ... but a maximum can, and a minimum it already misses is a plain failure
+    most = tdf.Expectation("acl", "throughput_pps", "64", None, 2.0, "no-acl", None)
+    assert runner.evaluate(most, _record("acl", 1, measured), measured,
+                           {"no-acl": _record("no-acl", 1, capped)})["status"] == PASS
+    high = tdf.Expectation("acl", "throughput_pps", "64", 2.0, None, "no-acl", None)
+    missed = runner.evaluate(high, _record("acl", 1, measured), measured, {"no-acl": _record("no-acl", 1, capped)})
+    assert missed["status"] == FAIL and "why" not in missed
+    # absolute: a capped figure confirms a minimum, never a maximum
+    floor = tdf.Expectation("t", "throughput_pps", "64", 150_000.0, None, None, None)
+    assert runner.evaluate(floor, _record("acl", 1, capped), capped, {})["status"] == PASS
+    ceiling = tdf.Expectation("t", "throughput_pps", "64", None, 250_000.0, None, None)
+    assert runner.evaluate(ceiling, _record("acl", 1, capped), capped, {})["status"] == FAIL
+
+
+def test_a_search_that_loses_nothing_at_the_top_is_capped() -> None:
+    from nfvcat.campaign import rfc2544
+
+    class T:
+        def __init__(self, rate: float, offered: float, lost: int = 0):
+            self.requested_pps, self.sent, self.received = rate, int(offered), int(offered) - lost
+            self.offered_pps, self.loss = offered, lost / offered
+
+        def as_dict(self) -> dict[str, float]:
+            return {"offered_pps": self.offered_pps}
+
+    settings = rfc2544.Settings(max_rate_pps=200_000, samples=3)
+    top = rfc2544.search("64", settings, lambda f, rate, sec: T(rate, rate))  # every rate asked, no loss
+    assert top.capped and not top.generator_limited and top.as_dict()["capped"] is True
+    slow = rfc2544.search("imix", settings, lambda f, rate, sec: T(rate, 150_000))  # the generator runs out
+    assert slow.generator_limited and not slow.capped and slow.throughput_pps == 150_000
+    from nfvcat.campaign import labtarget
+
+    assert labtarget.figures([top, slow], None).get("at_least") == ["throughput_pps/64", "throughput_mbps/64"]
+
+
 def _campaign() -> CampaignRecord:
     camp = CampaignRecord("tests/tdf/lab.yaml", "lab netns", "nfvcat", start=1_700_000_000.0)
     ok = _record("vrouter-acl", 1, {})

@@ -136,7 +136,8 @@ class LabRun:
                 return t
 
             s = rfc2544.search(frame, dp.settings, one)
-            limited = " (generator-limited: at least)" if s.generator_limited else ""
+            limited = (" (generator-limited: at least)" if s.generator_limited else
+                       " (no loss at max_rate_pps: at least, how much more unknown)" if s.capped else "")
             say(f"  {frame:>5} B: throughput {s.throughput_pps:.0f} pps{limited}, {len(s.trials)} trial(s)")
             searches.append(s)
         latency = None
@@ -162,11 +163,17 @@ def _acl_counters(lab: Lab, ns: str) -> dict[str, int]:
 
 
 def figures(searches: list[rfc2544.Search], latency: tr.Latency | None) -> dict[str, Any]:
-    """The figures expectations refer to, by metric and frame."""
+    """The figures expectations refer to, by metric and frame; ``at_least`` names those that are only lower
+    bounds (a search capped by ``max_rate_pps``)."""
     out: dict[str, Any] = {}
+    at_least: list[str] = []
     for s in searches:
         out[f"throughput_pps/{s.frame}"] = s.throughput_pps
         out[f"throughput_mbps/{s.frame}"] = s.throughput_pps * tr.mean_frame_bytes(s.frame) * 8 / 1e6
+        if s.capped:
+            at_least += [f"throughput_pps/{s.frame}", f"throughput_mbps/{s.frame}"]
+    if at_least:
+        out["at_least"] = at_least
     if latency is not None:
         d = latency.as_dict()
         if "avg_us" in d:

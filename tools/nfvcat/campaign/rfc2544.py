@@ -5,7 +5,9 @@ sending them), so a generator slower than asked can not be mistaken for a device
 generator cannot reach the rate asked and loses nothing, the result is marked ``generator_limited`` (the
 device's throughput is at least that figure), and with ``samples`` > 1 that rate is tried that many times and
 the figure is the median (a machine shared with other work offers different rates from one trial to the
-next)."""
+next). A search that loses nothing at ``max_rate_pps`` itself is ``capped``: the device forwards at least
+that much, and how much more is not known (expectations treat such a figure as a bound, never as the
+value)."""
 
 from __future__ import annotations
 
@@ -49,10 +51,11 @@ class Search:
     throughput_pps: float = 0.0
     generator_limited: bool = False
     converged: bool = False
+    capped: bool = False  # no loss at the top of the range asked: at least that, how much more unknown
 
     def as_dict(self) -> dict[str, Any]:
         return {"frame": self.frame, "throughput_pps": round(self.throughput_pps, 1),
-                "generator_limited": self.generator_limited, "converged": self.converged,
+                "generator_limited": self.generator_limited, "converged": self.converged, "capped": self.capped,
                 "trials": [dict(t.as_dict(), passed=self.passed(t)) for t in self.trials]}
 
     def passed(self, t: TrialResult) -> bool:
@@ -81,7 +84,7 @@ def search(frame: str, settings: Settings, run_trial: Callable[[str, float, floa
             s.throughput_pps = max(s.throughput_pps, offered)
             low = max(low, offered)
             if rate >= settings.max_rate_pps:
-                s.converged = True  # no loss at the top of the range
+                s.converged = s.capped = True  # no loss at the top of the range
                 break
         else:
             high = min(high, offered if 0 < offered < rate else rate)
