@@ -26,7 +26,6 @@ import os
 import selectors
 import signal
 import socket
-import stat
 import struct
 import sys
 import threading
@@ -85,33 +84,32 @@ def settings_fingerprint(site: str | None, caller: dict[str, Any] | None = None)
     return h.hexdigest()[:32]
 
 
-def _code_dirs() -> tuple[list[str], list[str]]:
-    """What the code fingerprint looks at: the directories of nfvcat's package, and the site-packages
-    directories (whose dist-info names carry the engines' versions)."""
+def _package_tree() -> list[tuple[str, list[str]]]:
+    """nfvcat's package as the code fingerprint reads it: (directory, its files), byte code left out."""
     import nfvcat
 
-    package: list[str] = []
-    for directory, dirs, _files in os.walk(Path(nfvcat.__file__).parent):
+    tree = []
+    for directory, dirs, files in os.walk(Path(nfvcat.__file__).parent):
         dirs[:] = sorted(d for d in dirs if d != "__pycache__")
-        package.append(directory)
-    sites = [e for e in sys.path if e and os.path.isdir(e) and "site-packages" in e]
-    return package, sites
+        tree.append((directory, sorted(f for f in files if not f.endswith((".pyc", ".pyo")))))
+    return tree
+
+
+def _site_dirs() -> list[str]:
+    """The site-packages directories, whose dist-info names carry the engines' versions."""
+    return [e for e in sys.path if e and os.path.isdir(e) and "site-packages" in e]
 
 
 def code_fingerprint() -> str:
     """nfvcat's files, the installed packages (their dist-info names carry the versions of Heat, Nova,
     tosca-parser, tacker...) and the cloud-init schema. Stat, not read."""
     h = hashlib.sha256()
-    package, sites = _code_dirs()
-    for directory in package:
-        with contextlib.suppress(OSError):
-            for name in sorted(os.listdir(directory)):
-                if not name.endswith((".pyc", ".pyo")) and name != "__pycache__":
-                    with contextlib.suppress(OSError):
-                        st = os.stat(os.path.join(directory, name))
-                        if not stat.S_ISDIR(st.st_mode):
-                            h.update(f"{directory}/{name}:{st.st_size}:{st.st_mtime_ns}\n".encode())
-    for entry in sites:
+    for directory, files in _package_tree():
+        for name in files:
+            with contextlib.suppress(OSError):
+                st = os.stat(os.path.join(directory, name))
+                h.update(f"{directory}/{name}:{st.st_size}:{st.st_mtime_ns}\n".encode())
+    for entry in _site_dirs():
         with contextlib.suppress(OSError):
             h.update("\n".join(sorted(n for n in os.listdir(entry) if n.endswith(".dist-info"))).encode())
     from nfvcat.engines import cloudinit
@@ -124,9 +122,8 @@ def _watched() -> list[str]:
     """The directories ``code_fingerprint`` reads."""
     from nfvcat.engines import cloudinit
 
-    package, sites = _code_dirs()
     schema = cloudinit.schema_path()
-    return [*package, *sites, *([str(schema.parent)] if schema is not None else [])]
+    return [d for d, _ in _package_tree()] + _site_dirs() + ([str(schema.parent)] if schema is not None else [])
 
 
 class CodeWatch:
@@ -271,17 +268,18 @@ class Server:
             if self.stopping.is_set():  # it found its code or settings changed, or was asked to stop
                 return {"restart": "this engine server is stopping"}
             self.requests += 1
-            code: list[str] = [self.code]
-            check = threading.Thread(target=lambda: code.__setitem__(0, code_fingerprint()), daemon=True)
-            if self.watch is None or self.watch.changed():
-                check.start()  # while the engines work
+            code = [self.code]
+            check = None
+            if self.watch is None or self.watch.changed():  # computed again while the engines work
+                check = threading.Thread(target=lambda: code.__setitem__(0, code_fingerprint()), daemon=True)
+                check.start()
             try:
                 os.chdir(request["cwd"])
                 answer = self._run(request) if op == "run" else self._validate(request)
                 if answer is None:
                     self.stopping.set()  # the settings or the site profile changed: a new server is needed
                     return {"restart": "the settings, the site profile or the Python changed"}
-                if check.ident is not None:
+                if check is not None:
                     check.join()
                 if code != [self.code]:
                     self.stopping.set()  # nfvcat or an engine changed: this answer may be the old code's
