@@ -3,15 +3,18 @@ tunnel up of two gateway VMs booted from their config drives. Prints figures, as
 Needs root and tools/debs/day0.txt.
 
 The vRouter's ACL is measured as a ratio to plain forwarding on the same chain: the only difference between
-the arms is whether the ACL tables are loaded in the vRouter's namespace (``nft -f`` of the file the
-vRouter's setup compiled, or of an empty replacement; same namespaces, links, offloads, routes and traffic;
-no connection tracking anywhere). By default (``--method toggle``) the arms take turns within one iperf3 run
+the arms is whether the ACL is loaded in the vRouter's namespace (``vrouter-acl --load`` of the rules the
+vRouter's setup rendered, on the datapath the setup chooses: eBPF where the kernel has tcx; or ``--clear``;
+same namespaces, links, offloads, routes and traffic; no connection tracking anywhere). By default
+(``--method toggle``) the arms take turns within one iperf3 run
 (client and server pinned to CPUs 0 and 1, ``--pin``): every other period is plain, the other arms (acl,
 ``--control``, ``--hooks``, ``--old``, ``--conntrack``) rotate in between, each period loads its arm's tables, waits
 ``--settle`` seconds and counts the receiving interface's bytes (or packets with ``--udp``) over ``--period``
 seconds; a warm-up round first is discarded. A sample's ratio is its value over the mean of the two plain
 periods around it, which cancels load from other users of the machine that changes slowly against a period;
-the printed ratio is the median of ``--samples`` such ratios. Every sample is also divided by the CPU time
+the printed ratio is the median of ``--samples`` such ratios. ``--nft`` adds an arm with the same rules on
+the nftables datapath (verdict maps), ``--tc`` one with the eBPF programs attached as clsact filters (as on
+kernels without tcx). Every sample is also divided by the CPU time
 iperf3's client and server and the ksoftirqd threads ran in it (on veth links the whole forwarding path runs
 in their softirq context): that ratio is the ACL's cost on the path's own CPU, which other users' load moves
 far less than the share of the CPUs the path gets. ``--method runs`` gives each sample its own iperf3 run
@@ -23,7 +26,7 @@ whose ratio shows what the comparison reads between identical arms on this machi
 
 Run: .venv/bin/python tests/bench/bench_day0.py [--method toggle|runs] [--period 0.5] [--settle 0.2]
      [--seconds 5] [--samples 40] [--rules 20,100,1000] [--streams 1,4] [--udp BYTES] [--old REV] [--control]
-     [--hooks] [--conntrack] [--pin C,S] [--no-tunnel] [--no-vm] [--json FILE]
+     [--hooks] [--conntrack] [--nft] [--tc] [--pin C,S] [--no-tunnel] [--no-vm] [--json FILE]
 """
 
 from __future__ import annotations
@@ -131,7 +134,7 @@ def old_acl(rev: str, acl: dict[str, list[str]], left: str, right: str) -> str:
 @dataclass
 class Arm:
     name: str
-    nft: Path  # loaded before each sample of the arm
+    load: str  # shell command run in the vRouter's namespace before each sample of the arm
     samples: list[float] = field(default_factory=list)
     per_cpu: list[float] = field(default_factory=list)  # the same samples per CPU-second of the path (toggle)
 
@@ -144,7 +147,7 @@ def compare(chain: c.Chain, arms: list[Arm], samples: int, seconds: int, streams
         values: dict[str, float] = {}
         for k in range(len(arms)):
             arm = arms[(r + k) % len(arms)]
-            chain.sh("vr", f"nft -f {arm.nft}")
+            chain.sh("vr", arm.load)
             values[arm.name] = iperf(chain.lab, chain.ns["sa"], chain.ns[target[0]], target[1], seconds, work,
                                      streams, pin)
         if r == 0:
@@ -256,7 +259,7 @@ def toggle(chain: c.Chain, arms: list[Arm], samples: int, period: float, settle:
         time.sleep(2)  # TCP ramp-up
         path = [client.pid, server.pid, *ksoftirqd_pids()]
         for _, arm in slots:
-            chain.sh("vr", f"nft -f {arm.nft}")
+            chain.sh("vr", arm.load)
             time.sleep(settle)
             b0, t0, c0 = counter(), time.monotonic(), cpu_seconds(path)
             time.sleep(period)
@@ -300,9 +303,11 @@ def acl_bench(chain: c.Chain, work: Path, args: argparse.Namespace) -> list[dict
         print("note: the kernel " + ("accounts softirq time apart (CONFIG_IRQ_TIME_ACCOUNTING=y)" if irq_time else
                                      "configuration is unreadable") + ": the per-CPU-second ratios may miss the "
               "forwarding work done in softirq; read the throughput ratios")
-    plain_nft = work / "plain.nft"
-    plain_nft.write_text(NO_TABLES)
     root = chain.vnfs["vr"].root
+    tool = f"python3 {root}/usr/local/sbin/vrouter-acl"
+    left, right = chain.ifname[("vr", "left")], chain.ifname[("vr", "right")]
+    plain = f"{tool} --clear && nft -f {work / 'no-tables.nft'}"
+    (work / "no-tables.nft").write_text(NO_TABLES)
     for n in args.rules:
         acl = None if n == 20 else generated_acl(n)
         t0 = time.monotonic()
@@ -312,25 +317,33 @@ def acl_bench(chain: c.Chain, work: Path, args: argparse.Namespace) -> list[dict
         count = sum(len(v) for v in rules.values())
         new_nft = work / f"acl-{n}.nft"
         new_nft.write_text(NO_TABLES + (root / "etc/vrouter/acl.nft").read_text())
-        arms = [Arm("plain", plain_nft), Arm("acl", new_nft)]
+        rules_file = work / f"acl-{n}.rules"
+        rules_file.write_text((root / "etc/vrouter/acl.rules").read_text())
+        load = f"{tool} --left {left} --right {right} --load {rules_file}"
+        datapath = chain.sh("vr", load).stdout.strip()
+        arms = [Arm("plain", plain), Arm("acl", load)]
         if args.control:  # the plain arm once more: what the comparison reads between identical arms
-            arms.append(Arm("control", plain_nft))
+            arms.append(Arm("control", plain))
+        if args.nft:
+            arms.append(Arm("nft", f"{load} --datapath nft"))
+        if args.tc:
+            arms.append(Arm("bpf-tc", f"{load} --datapath bpf --attach tc"))
         if args.hooks:
             hooks_nft = work / "hooks.nft"
             hooks_nft.write_text(NO_TABLES + HOOKS_ONLY.format(left=chain.ifname[("vr", "left")],
                                                                right=chain.ifname[("vr", "right")]))
-            arms.append(Arm("hooks", hooks_nft))
+            arms.append(Arm("hooks", f"{plain} && nft -f {hooks_nft}"))
         if args.conntrack:
             ct_nft = work / f"ct-{n}.nft"
             ct_nft.write_text(new_nft.read_text() + CONNTRACK)
-            arms.append(Arm("acl+ct", ct_nft))
+            arms.append(Arm("acl+ct", f"{plain} && nft -f {ct_nft}"))
         if args.old:
             old_nft = work / f"old-{n}.nft"
             old_nft.write_text(old_acl(args.old, rules, chain.ifname[("vr", "left")],
                                          chain.ifname[("vr", "right")]))
-            arms.append(Arm("old", old_nft))
+            arms.append(Arm("old", f"{plain} && nft -f {old_nft}"))
         print(f"\n{count} ACL rules ({'template defaults' if acl is None else 'generated'}); render, compile "
-              f"and load by the vRouter's setup: {setup:.1f} s", flush=True)
+              f"and load by the vRouter's setup: {setup:.1f} s; {datapath}", flush=True)
         for streams in args.streams:
             for arm in arms:
                 arm.samples, arm.per_cpu = [], []
@@ -371,7 +384,7 @@ def acl_bench(chain: c.Chain, work: Path, args: argparse.Namespace) -> list[dict
                           flush=True)
                     row[f"{arm.name}_per_cpu_ratios"] = per_cpu
             results.append(row)
-    chain.sh("vr", f"nft -f {plain_nft}")
+    chain.sh("vr", plain)
     return results
 
 
@@ -443,7 +456,11 @@ def main() -> None:
     parser.add_argument("--hooks", action="store_true",
                         help="also measure the ACL's base chains without any rule (the hooks' own cost)")
     parser.add_argument("--conntrack", action="store_true",
-                        help="also measure the ACL with connection tracking of the forwarded packets on")
+                        help="also measure the ACL (nftables) with connection tracking of the forwarded packets on")
+    parser.add_argument("--nft", action="store_true",
+                        help="also measure the same rules on the nftables datapath (verdict maps)")
+    parser.add_argument("--tc", action="store_true",
+                        help="also measure the eBPF programs attached as clsact filters (kernels without tcx)")
     parser.add_argument("--pin", metavar="C,S", default="0,1",
                         help="iperf3 -A C,S: client on CPU C, server on CPU S (default 0,1; '' lets the scheduler "
                              "place them)")

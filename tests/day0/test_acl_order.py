@@ -1,10 +1,12 @@
-"""Namespace tier: the vRouter's ACL compiled into verdict maps keeps first-match-wins where entries overlap
-across kinds and within a kind, with different verdicts. Every probe's counter deltas (which rule counted
-it, for all rules at once) are the same with the compiled maps as with the same rules walked one by one in
-plain chains (the ACL before vrouter 2.0.0), and the ones written here."""
+"""Namespace tier: the vRouter's ACL, as eBPF programs and as nftables verdict maps, keeps first-match-wins
+where entries overlap across kinds and within a kind, with different verdicts. Every probe's counter deltas
+(which rule counted it, for all rules at once) are the same with the eBPF programs and the compiled maps as
+with the same rules walked one by one in plain chains (the ACL before vrouter 2.0.0), and the ones written
+here."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -68,10 +70,26 @@ def walk_acl(chain: c.Chain) -> str:
 @pytest.fixture(scope="module")
 def compiled(chain: c.Chain) -> Iterator[Path]:
     c.reconfigure_vrouter(chain, ACL)
+    # the probe to 10.10.2.3 (no such host) must leave the router: the eBPF programs see routed packets as they
+    # leave, where the forward hook saw them before the next hop's address was resolved
+    mac = chain.lab.sh(chain.ns["ga"], "cat /sys/class/net/ga-lan/address").stdout.strip()
+    chain.sh("vr", f"ip neigh replace 10.10.2.3 lladdr {mac} dev vr-right nud permanent")
     try:
         yield chain.vnfs["vr"].root / "etc/vrouter/acl.nft"
     finally:
+        chain.sh("vr", "ip neigh del 10.10.2.3 dev vr-right")
         c.reconfigure_vrouter(chain, None)  # the template's defaults again, for the other tests
+
+
+def vrouter_acl(chain: c.Chain) -> Path:
+    return chain.vnfs["vr"].root / "usr/local/sbin/vrouter-acl"
+
+
+def load(chain: c.Chain, datapath: str) -> str:
+    """The rendered rules loaded again by the vRouter's compiler with ``datapath``; its one-line report."""
+    root = chain.vnfs["vr"].root
+    return str(chain.sh("vr", f"python3 {vrouter_acl(chain)} --left vr-left --right vr-right --load "
+                              f"--datapath {datapath} {root}/etc/vrouter/acl.rules").stdout.strip())
 
 
 def probe_deltas(chain: c.Chain) -> list[dict[str, int]]:
@@ -85,24 +103,35 @@ def probe_deltas(chain: c.Chain) -> list[dict[str, int]]:
         own_mac = chain.lab.sh(ns, f"cat /sys/class/net/{ifname}/address").stdout.strip()
         args: dict[str, object] = {"dst_mac": dst_mac, "src_mac": own_mac, "src_ip": src_ip, "dst_ip": dst_ip,
                                    "dport": 9999, "payload": b"acl-order", **fields}
-        before = acl_counters(chain.lab, chain.ns["vr"], TABLES)
+        before = acl_counters(chain.lab, chain.ns["vr"], TABLES, vrouter_acl(chain))
         t.send_frames(chain.lab, ns, ifname, [t.udp_frame(**args)] * N)  # type: ignore[arg-type]
-        after = acl_counters(chain.lab, chain.ns["vr"], TABLES)
+        after = acl_counters(chain.lab, chain.ns["vr"], TABLES, vrouter_acl(chain))
         out.append({rid: after[rid] - before.get(rid, 0) for rid in after if after[rid] != before.get(rid, 0)})
     return out
 
 
 def test_compiled_maps_count_like_the_chain_walk(chain: c.Chain, compiled: Path, tmp_path: Path) -> None:
+    """The same probes through the eBPF programs (what the vRouter's setup loaded on this kernel: tcx), the
+    same programs as clsact filters, the nftables maps and the plain chain walk: the same rule counts each
+    probe, in all four."""
     text = compiled.read_text()
     assert "# acl_forward#6 is covered by earlier rules of its kind: it can never match" in text
-    chain.sh("vr", f"nft -f {compiled}")
-    with_maps = probe_deltas(chain)
-    walk = tmp_path / "walk.nft"
-    walk.write_text(walk_acl(chain))
-    chain.sh("vr", f"nft -f {walk}")
+    assert json.loads(chain.sh("vr", f"python3 {vrouter_acl(chain)} --counters").stdout), \
+        "the vRouter's setup did not load the eBPF datapath on this kernel"
+    with_bpf = probe_deltas(chain)
+    # the same programs as clsact filters, as kernels without tcx (Debian 12's 6.1) run them
+    assert load(chain, "bpf --attach tc").startswith("vrouter-acl: datapath bpf: eBPF programs (tc)")
     try:
+        with_tc = probe_deltas(chain)
+        assert load(chain, "nft").startswith("vrouter-acl: datapath nft")
+        with_maps = probe_deltas(chain)
+        walk = tmp_path / "walk.nft"
+        walk.write_text(walk_acl(chain))
+        chain.sh("vr", f"nft -f {walk}")
         with_walk = probe_deltas(chain)
     finally:
-        chain.sh("vr", f"nft -f {compiled}")
+        assert load(chain, "auto").startswith("vrouter-acl: datapath bpf: eBPF programs (tcx)")
     assert with_maps == with_walk
+    assert with_bpf == with_walk
+    assert with_tc == with_walk
     assert with_walk == [{rid: N} for _, _, rid in PROBES]

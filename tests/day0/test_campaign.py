@@ -147,12 +147,12 @@ def test_broken_hook_turns_the_campaign_red_at_build(tmp_path: Path) -> None:
     catalog = _catalog_copy(tmp_path)
     hook = catalog / "hooks" / "vrouter" / "user-data.yaml"
     text = hook.read_text()
-    assert "nft -f /etc/vrouter/acl.nft" in text
-    hook.write_text(text.replace("nft -f /etc/vrouter/acl.nft", "nft -f /etc/vrouter/acl.nft.missing"))
+    assert "--load /etc/vrouter/acl.rules" in text
+    hook.write_text(text.replace("--load /etc/vrouter/acl.rules", "--load /etc/vrouter/acl.rules.missing"))
     tdf = _tdf(tmp_path, {"name": "broken-hook", "lab": {"topology": "vrouter"}, "dataplane": {"frames": [64]}})
     proc = nfvcat_test(tdf, tmp_path / "results", {"NFVCAT_CATALOG_DIR": str(catalog)})
     steps = _red(proc, tmp_path / "results", "build")
-    assert "vrouter-setup" in steps["build"]["message"] and "acl.nft.missing" in steps["build"]["message"]
+    assert "vrouter-setup" in steps["build"]["message"] and "acl.rules.missing" in steps["build"]["message"]
     assert steps["dataplane"]["status"] == "SKIP"
 
 

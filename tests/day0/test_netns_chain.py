@@ -9,6 +9,7 @@ rendered cloud-config writes), so a broken hook fails here.
 from __future__ import annotations
 
 import ipaddress
+import json
 import re
 import subprocess
 import time
@@ -64,13 +65,25 @@ def test_acl_loads_all_rules(chain: c.Chain) -> None:
     ICMP rate limits) as rules of their own."""
     rules = rendered_rules(chain)
     assert len(rules) == 20, rules
-    counters = acl_counters(chain.lab, chain.ns["vr"], ACL_TABLES)
+    tool = chain.vnfs["vr"].root / "usr/local/sbin/vrouter-acl"
+    counters = acl_counters(chain.lab, chain.ns["vr"], ACL_TABLES, tool)
     ids = set(c.acl_rule_ids(rules))
     assert set(counters) == ids, sorted(set(counters) ^ ids)
     assert all(packets >= 0 for packets in counters.values()), f"a rule has no counter: {counters}"
     kinds = " ".join(r for _, r in rules)
     assert "ether saddr" in kinds and "vlan id" in kinds and "ip saddr" in kinds
-    kernel = [r for family, table in ACL_TABLES for r in nft_rules(chain.lab, chain.ns["vr"], family, table)]
+    # the setup loaded the eBPF datapath (this kernel has tcx): its counters are the rules', no table is left
+    assert set(json.loads(chain.sh("vr", f"python3 {tool} --counters").stdout)) == ids
+    assert chain.sh("vr", "nft list tables").stdout.strip() == ""
+    # the nftables form of the same rules, loaded in its place and back
+    rules = tool.parents[3] / "etc/vrouter/acl.rules"
+    load = f"python3 {tool} --left vr-left --right vr-right --load --datapath %s {rules}"
+    chain.sh("vr", load % "nft")
+    try:
+        assert set(acl_counters(chain.lab, chain.ns["vr"], ACL_TABLES, tool)) == ids
+        kernel = [r for family, table in ACL_TABLES for r in nft_rules(chain.lab, chain.ns["vr"], family, table)]
+    finally:
+        chain.sh("vr", load % "auto")
     lookups = [r for r in kernel if [next(iter(e)) for e in r["expr"]] == ["vmap"]]
     own = [r for r in kernel if r not in lookups]
     assert sorted(r["comment"] for r in own) == ["acl_forward#4", "acl_forward#9"], own
@@ -81,7 +94,8 @@ def test_acl_loads_all_rules(chain: c.Chain) -> None:
 
 
 def _counter(chain: c.Chain, acl_chain: str, index: int) -> int:
-    return acl_counters(chain.lab, chain.ns["vr"], ACL_TABLES)[f"{acl_chain}#{index}"]
+    tool = chain.vnfs["vr"].root / "usr/local/sbin/vrouter-acl"
+    return acl_counters(chain.lab, chain.ns["vr"], ACL_TABLES, tool)[f"{acl_chain}#{index}"]
 
 
 def _src_mac(chain: c.Chain, side: Side) -> str:
@@ -203,7 +217,8 @@ def test_swanctl_configuration_is_the_rendered_one(chain: c.Chain) -> None:
     secrets = chain.vnfs["ga"].root / "etc/swanctl/conf.d/nfvcat-s2s-secrets.conf"
     assert secrets.stat().st_mode & 0o777 == 0o600
     assert "NFVCAT-IPSEC-GW-READY" in chain.vnfs["ga"].console.read_text()
-    assert "NFVCAT-VROUTER-READY left=vr-left right=vr-right" in chain.vnfs["vr"].console.read_text()
+    assert ("NFVCAT-VROUTER-READY left=vr-left right=vr-right datapath bpf: eBPF programs (tcx)"
+            in chain.vnfs["vr"].console.read_text())
 
 
 @pytest.fixture(autouse=True)

@@ -5,13 +5,18 @@ day-0 and the lab's probe from one config drive)."""
 
 from __future__ import annotations
 
+import base64
 import email
+import gzip
+import textwrap
 from pathlib import Path
 
+import pytest
 import yaml
 
 from nfvcat.day0 import chain as c
 from nfvcat.day0 import probe, userdata
+from nfvcat.errors import UserError
 from tests.conftest import nfvcat
 
 GW_A = [a for k, v in c.gateway_parameters("a", udp_encap=True).items() for a in ("-P", f"{k}={v}")]
@@ -68,3 +73,34 @@ def test_a_bad_added_file_is_a_one_line_error(tmp_path: Path) -> None:
         assert f"{bad}:" in proc.stderr, proc.stderr
     missing = nfvcat("day0", "render", "vnf-ipsec-gw", *GW_A, "--add-cloud-config", str(tmp_path / "nope.cfg"))
     assert missing.returncode == 1 and "nope.cfg" in missing.stderr and "Traceback" not in missing.stderr
+
+
+@pytest.mark.parametrize("encoding", [None, "text/plain", "b64", "base64", "gz", "gzip", "gz+b64", "gzip+base64"])
+def test_file_content_decodes_as_cloud_init_writes(encoding: str | None) -> None:
+    data = "#!/bin/sh\necho é\n".encode()
+    if encoding is None or encoding == "text/plain":
+        content: str | bytes = data.decode()
+    elif encoding in ("b64", "base64"):
+        content = base64.b64encode(data).decode()
+    elif encoding in ("gz", "gzip"):
+        content = gzip.compress(data)
+    else:
+        content = "\n".join(textwrap.wrap(base64.b64encode(gzip.compress(data)).decode(), 20))  # as YAML lines
+    item = {"path": "/x", "content": content, **({"encoding": encoding} if encoding else {})}
+    assert userdata.file_content(item) == data
+
+
+def test_embed_puts_the_source_in_compressed_and_round_trips(tmp_path: Path) -> None:
+    source = tmp_path / "tool"
+    source.write_text("print('hello')\n" * 200)
+    hook = tmp_path / "user-data.yaml"
+    hook.write_text("#cloud-config\nwrite_files:\n  - path: /usr/local/bin/tool\n    permissions: '0755'\n"
+                    "    encoding: gz+b64\n    content: |\n      old\n  - path: /etc/other\n    content: |\n"
+                    "      kept\n")
+    assert userdata.embed(hook, "/usr/local/bin/tool", source)
+    files = {f["path"]: f for f in yaml.safe_load(hook.read_text())["write_files"]}
+    assert userdata.file_content(files["/usr/local/bin/tool"]) == source.read_bytes()
+    assert files["/etc/other"]["content"] == "kept\n" and files["/usr/local/bin/tool"]["permissions"] == "0755"
+    assert not userdata.embed(hook, "/usr/local/bin/tool", source)  # deterministic: nothing to change
+    with pytest.raises(UserError, match="no write_files item /etc/other with encoding: gz\\+b64"):
+        userdata.embed(hook, "/etc/other", source)

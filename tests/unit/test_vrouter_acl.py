@@ -12,7 +12,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from nfvcat.day0.userdata import file_content
+
 HOOK = Path(__file__).resolve().parents[2] / "hooks" / "vrouter" / "user-data.yaml"
+SOURCE = HOOK.parent / "vrouter-acl"
 
 
 @pytest.fixture(scope="module")
@@ -21,7 +24,10 @@ def compiler(tmp_path_factory: pytest.TempPathFactory) -> Path:
     item = files["/usr/local/sbin/vrouter-acl"]
     assert item["permissions"] == "0755"
     path = Path(tmp_path_factory.mktemp("hook")) / "vrouter-acl"
-    path.write_text(item["content"])
+    assert item["encoding"] == "gz+b64"  # hooks/vrouter/vrouter-acl, compressed
+    assert file_content(item) == SOURCE.read_bytes(), (
+        "hooks/vrouter/user-data.yaml does not hold hooks/vrouter/vrouter-acl: run nfvcat.day0.userdata.embed")
+    path.write_bytes(file_content(item))
     return path
 
 
@@ -58,7 +64,8 @@ def test_the_hook_renders_its_rules_file_and_setup_compiles_it() -> None:
         "[acl_left_in]", "[acl_right_in]", "[acl_forward]"]
     setup = files["/usr/local/sbin/vrouter-setup"]
     assert 'vrouter-acl" --left "$LEFT" --right "$RIGHT" /etc/vrouter/acl.rules > /etc/vrouter/acl.nft' in setup
-    assert "nft -f /etc/vrouter/acl.nft" in setup
+    assert ('ACL_LOADED=$(python3 "$(dirname "$0")/vrouter-acl" --left "$LEFT" --right "$RIGHT" '
+            '--load /etc/vrouter/acl.rules)') in setup
 
 
 def test_one_map_per_kind_and_the_rate_limit_stays_a_rule(compiler: Path, tmp_path: Path) -> None:
@@ -172,3 +179,31 @@ def test_bad_input_is_one_line(compiler: Path, tmp_path: Path, text: str, messag
     proc = compile_acl(compiler, tmp_path, text)
     assert proc.returncode != 0
     assert proc.stderr.strip().endswith(message) and "Traceback" not in proc.stderr, proc.stderr
+
+
+def test_protocol_names_without_etc_protocols(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The default image has no /etc/protocols (no netbase): getprotobyname() knows no name there, and
+    ``tcp dport 23`` was kept as a rule of its own (and held the eBPF datapath back). The common names are
+    the compiler's own, with the numbers /etc/protocols gives where it exists."""
+    import importlib.machinery
+    import importlib.util
+    import socket
+
+    loader = importlib.machinery.SourceFileLoader("vrouter_acl", str(SOURCE))
+    spec = importlib.util.spec_from_loader("vrouter_acl", loader)
+    assert spec is not None
+    acl = importlib.util.module_from_spec(spec)
+    loader.exec_module(acl)
+    for name, number in acl.PROTOCOLS.items():
+        try:
+            assert socket.getprotobyname(name) == number, name
+        except OSError:
+            assert name == "icmpv6"  # nft's name, not /etc/protocols' (ipv6-icmp)
+
+    def nothing(name: str) -> int:
+        raise OSError("protocol not found")
+
+    monkeypatch.setattr(acl.socket, "getprotobyname", nothing)
+    key, boxes, verdict = acl.parse("tcp dport 23 counter drop")
+    assert (key, boxes, verdict) == (("meta l4proto", "th dport"), [((6, 6), (23, 23))], "drop")
+    assert acl.parse("ip protocol icmp counter drop")[1] == [((1, 1),)]

@@ -101,10 +101,10 @@ class LabRun:
                 # every rendered rule is in the kernel with its counter (map elements or a rule: CHAIN#INDEX)
                 acl = vnf.root / "etc/vrouter/acl.rules"
                 want = set(chain_mod.acl_rule_ids(chain_mod.rendered_acl_rules(acl))) if acl.is_file() else None
-                counters = _acl_counters(self.lab, chain.ns[who])
+                counters = _acl_counters(self.lab, chain.ns[who], vnf.root / "usr/local/sbin/vrouter-acl")
                 have = {rid for rid, packets in counters.items() if packets >= 0}
                 ok = want is not None and want == have == set(counters)
-                out.append(Verdict(who, "acl.nft", "ACL rules loaded", PASS if ok else FAIL,
+                out.append(Verdict(who, "acl", "ACL rules loaded", PASS if ok else FAIL,
                                    f"{len(have)} in the kernel with a counter, "
                                    f"{len(want) if want is not None else 'no'} rendered"))
             if day0.vnf == "vnf-ipsec-gw":
@@ -155,11 +155,12 @@ class LabRun:
         return searches, latency
 
 
-def _acl_counters(lab: Lab, ns: str) -> dict[str, int]:
-    """Packets per ACL rule id of the vRouter's tables that are loaded (none loaded: empty)."""
+def _acl_counters(lab: Lab, ns: str, vrouter_acl: Path) -> dict[str, int]:
+    """Packets per ACL rule id of the vRouter's tables that are loaded and of its eBPF programs (none
+    loaded: empty)."""
     tables = [(family, table) for family, table in (("netdev", "vrouter_l2"), ("inet", "vrouter_l3"))
               if lab.sh(ns, f"nft list table {family} {table}", check=False).returncode == 0]
-    return acl_counters(lab, ns, tables)
+    return acl_counters(lab, ns, tables, vrouter_acl)
 
 
 def figures(searches: list[rfc2544.Search], latency: tr.Latency | None) -> dict[str, Any]:

@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from nfvcat.day0.userdata import file_content
+
 PREFIX = "nfvd0-"
 
 
@@ -47,14 +49,14 @@ def kernel_esp_available() -> bool:
 
 
 def write_files(cloud_config: dict[str, Any], root: Path) -> list[Path]:
-    """cloud-init's write_files under ``root`` (content, permissions; plain text encoding only)."""
+    """cloud-init's write_files under ``root`` (content in any of its encodings, permissions)."""
     written = []
     for item in cloud_config.get("write_files") or []:
         path = root / str(item["path"]).lstrip("/")
         path.parent.mkdir(parents=True, exist_ok=True)
         mode = "ab" if item.get("append") else "wb"
         with path.open(mode) as f:
-            f.write(str(item.get("content", "")).encode())
+            f.write(file_content(item))
         path.chmod(int(str(item.get("permissions", "0644")), 8))
         written.append(path)
     return written
@@ -230,9 +232,12 @@ def start_charon(lab: Lab, vnf: Vnf, kernel_esp: bool, extra: str = "") -> subpr
     return proc
 
 
-def acl_counters(lab: Lab, ns: str, tables: Sequence[tuple[str, str]]) -> dict[str, int]:
+def acl_counters(lab: Lab, ns: str, tables: Sequence[tuple[str, str]], vrouter_acl: Path | None = None
+                 ) -> dict[str, int]:
     """Packets per ACL rule id (the first word of a comment, e.g. ``acl_forward#3``), summed over the
-    map elements and rules that carry it, from ``nft -j`` of ``tables`` ((family, name) pairs).
+    map elements and rules that carry it, from ``nft -j`` of those of ``tables`` ((family, name) pairs) that
+    are loaded, and, with
+    ``vrouter_acl`` (the vRouter's compiler), over the rules of its eBPF programs (``--counters``).
     An element or rule with a comment but without a counter counts -1, so a test sees the missing counter."""
     out: dict[str, int] = {}
 
@@ -243,9 +248,14 @@ def acl_counters(lab: Lab, ns: str, tables: Sequence[tuple[str, str]]) -> dict[s
         packets = int(counter["packets"]) if counter else -1
         out[rid] = -1 if packets < 0 or out.get(rid, 0) < 0 else out.get(rid, 0) + packets
 
+    if vrouter_acl is not None:
+        for rid, packets in json.loads(lab.sh(ns, f"python3 {vrouter_acl} --counters").stdout).items():
+            add(rid, {"packets": packets})
     for family, table in tables:
-        data = json.loads(lab.sh(ns, f"nft -j list table {family} {table}").stdout)
-        for item in data.get("nftables", []):
+        listed = lab.sh(ns, f"nft -j list table {family} {table}", check=False)
+        if listed.returncode:
+            continue  # not loaded (the other datapath is)
+        for item in json.loads(listed.stdout).get("nftables", []):
             if rule := item.get("rule"):
                 counter = next((e["counter"] for e in rule["expr"] if isinstance(e, dict) and "counter" in e), None)
                 add(rule.get("comment"), counter)

@@ -10,8 +10,12 @@ The boundary is derived from the content, so the same inputs give the same bytes
 
 from __future__ import annotations
 
+import base64
+import gzip
 import hashlib
+import re
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -64,3 +68,39 @@ def multipart(vnf_user_data: str, added: list[tuple[str, str]]) -> str:
         out += ["", text.rstrip("\n")]
     out += [f"--{boundary}--", ""]
     return "\n".join(out)
+
+
+GZ_B64 = ("gz+b64", "gz+base64", "gzip+b64", "gzip+base64")
+
+
+def file_content(item: dict[str, Any]) -> bytes:
+    """The bytes cloud-init's ``write_files`` writes for ``item``: its ``content`` decoded as its ``encoding``
+    says (plain text, base64, gzip, or gzip then base64)."""
+    content = item.get("content", "")
+    data = content if isinstance(content, bytes) else str(content).encode()
+    encoding = str(item.get("encoding") or "text/plain").lower()
+    if encoding in GZ_B64:
+        return gzip.decompress(base64.b64decode(data))
+    if encoding in ("b64", "base64"):
+        return base64.b64decode(data)
+    if encoding in ("gz", "gzip"):
+        return gzip.decompress(data)
+    return data
+
+
+def embed(user_data: Path, path: str, source: Path) -> bool:
+    """Put ``source`` into the hook ``user_data`` as the ``write_files`` item of ``path``, gzip-compressed and
+    base64-encoded (``encoding: gz+b64``): a file too large for Nova's 64 KiB of user data as text. The item
+    must exist with that encoding; its other keys stay. Deterministic (no time stamp in the gzip header).
+    Returns whether the file changed."""
+    text = user_data.read_text()
+    data = base64.b64encode(gzip.compress(source.read_bytes(), compresslevel=9, mtime=0)).decode()
+    lines = "".join(f"      {data[i:i + 76]}\n" for i in range(0, len(data), 76))
+    pattern = re.compile(rf"(  - path: {re.escape(path)}\n(?:    (?!content:).*\n)*    content: \|\n)(?:      .*\n)*")
+    m = pattern.search(text)
+    if not m or "encoding: gz+b64" not in m.group(1):
+        raise UserError(f"{user_data}: no write_files item {path} with encoding: gz+b64", EXIT_USAGE)
+    new = text[:m.start()] + m.group(1) + lines + text[m.end():]
+    if new != text:
+        user_data.write_text(new)
+    return new != text
