@@ -236,8 +236,8 @@ def acl_counters(lab: Lab, ns: str, tables: Sequence[tuple[str, str]], vrouter_a
                  ) -> dict[str, int]:
     """Packets per ACL rule id (the first word of a comment, e.g. ``acl_forward#3``), summed over the
     map elements and rules that carry it, from ``nft -j`` of those of ``tables`` ((family, name) pairs) that
-    are loaded, and, with
-    ``vrouter_acl`` (the vRouter's compiler), over the rules of its eBPF programs (``--counters``).
+    are loaded, and, with ``vrouter_acl`` (the vRouter's compiler), over the rules of its eBPF programs
+    (``vrouter-acl --counters``).
     An element or rule with a comment but without a counter counts -1, so a test sees the missing counter."""
     out: dict[str, int] = {}
 
