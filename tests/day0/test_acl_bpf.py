@@ -6,7 +6,6 @@ a rate limit, an accept rule, an output interface, the router's own packets."""
 
 from __future__ import annotations
 
-import ctypes
 import importlib.machinery
 import importlib.util
 import ipaddress
@@ -108,12 +107,9 @@ def run(acl: ModuleType, prog: int, frame: bytes, iif: int = 0, ifindex: int = 1
     ctx = bytearray(192)  # struct __sk_buff
     struct.pack_into("=II", ctx, 36, iif, ifindex)
     _ctx, ctx_addr = acl._ptr(bytes(ctx))
-    attr = struct.pack("=IIIIQQIIIIQQ", prog, 0, len(frame), len(frame) + 256, data_addr, out_addr, 1, 0,
-                       len(ctx), 0, ctx_addr, 0)
-    buf = ctypes.create_string_buffer(attr, 128)
-    if acl._libc.syscall(acl.NR_BPF, CMD_TEST_RUN, buf, 128) < 0:
-        raise OSError(ctypes.get_errno(), "BPF_PROG_TEST_RUN")
-    return int(struct.unpack_from("=I", buf.raw, 4)[0])
+    _, attr = acl.bpf_attr(CMD_TEST_RUN, struct.pack("=IIIIQQIIIIQQ", prog, 0, len(frame), len(frame) + 256,
+                                                     data_addr, out_addr, 1, 0, len(ctx), 0, ctx_addr, 0))
+    return int(struct.unpack_from("=I", attr, 4)[0])
 
 
 def counts(acl: ModuleType, fd: int) -> dict[str, int]:
