@@ -304,7 +304,7 @@ def acl_bench(chain: c.Chain, work: Path, args: argparse.Namespace) -> list[dict
                                      "configuration is unreadable") + ": the per-CPU-second ratios may miss the "
               "forwarding work done in softirq; read the throughput ratios")
     root = chain.vnfs["vr"].root
-    tool = f"python3 {root}/usr/local/sbin/vrouter-acl"
+    tool = f"python3 {root / c.VROUTER_ACL}"
     left, right = chain.ifname[("vr", "left")], chain.ifname[("vr", "right")]
     plain = f"{tool} --clear && nft -f {work / 'no-tables.nft'}"
     (work / "no-tables.nft").write_text(NO_TABLES)

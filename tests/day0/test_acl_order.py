@@ -13,11 +13,9 @@ from pathlib import Path
 import pytest
 
 from nfvcat.day0 import chain as c
-from nfvcat.day0.netns import acl_counters
 from tests.day0 import traffic as t
 
 N = 3
-TABLES = (("netdev", "vrouter_l2"), ("inet", "vrouter_l3"))
 ACL = {
     "acl_left_l2": [
         "ether saddr 02:00:00:0b:ad:01 counter accept",
@@ -81,17 +79,6 @@ def compiled(chain: c.Chain) -> Iterator[Path]:
         c.reconfigure_vrouter(chain, None)  # the template's defaults again, for the other tests
 
 
-def vrouter_acl(chain: c.Chain) -> Path:
-    return chain.vnfs["vr"].root / "usr/local/sbin/vrouter-acl"
-
-
-def load(chain: c.Chain, datapath: str) -> str:
-    """The rendered rules loaded again by the vRouter's compiler with ``datapath``; its one-line report."""
-    root = chain.vnfs["vr"].root
-    return str(chain.sh("vr", f"python3 {vrouter_acl(chain)} --left vr-left --right vr-right --load "
-                              f"--datapath {datapath} {root}/etc/vrouter/acl.rules").stdout.strip())
-
-
 def probe_deltas(chain: c.Chain) -> list[dict[str, int]]:
     vr = chain.day0["vr"]
     router_mac = {p.name: p.mac for p in vr.ports}
@@ -103,9 +90,9 @@ def probe_deltas(chain: c.Chain) -> list[dict[str, int]]:
         own_mac = chain.lab.sh(ns, f"cat /sys/class/net/{ifname}/address").stdout.strip()
         args: dict[str, object] = {"dst_mac": dst_mac, "src_mac": own_mac, "src_ip": src_ip, "dst_ip": dst_ip,
                                    "dport": 9999, "payload": b"acl-order", **fields}
-        before = acl_counters(chain.lab, chain.ns["vr"], TABLES, vrouter_acl(chain))
+        before = c.vnf_acl_counters(chain.lab, chain.ns["vr"], chain.vnfs["vr"].root)
         t.send_frames(chain.lab, ns, ifname, [t.udp_frame(**args)] * N)  # type: ignore[arg-type]
-        after = acl_counters(chain.lab, chain.ns["vr"], TABLES, vrouter_acl(chain))
+        after = c.vnf_acl_counters(chain.lab, chain.ns["vr"], chain.vnfs["vr"].root)
         out.append({rid: after[rid] - before.get(rid, 0) for rid in after if after[rid] != before.get(rid, 0)})
     return out
 
@@ -116,21 +103,21 @@ def test_compiled_maps_count_like_the_chain_walk(chain: c.Chain, compiled: Path,
     probe, in all four."""
     text = compiled.read_text()
     assert "# acl_forward#6 is covered by earlier rules of its kind: it can never match" in text
-    assert json.loads(chain.sh("vr", f"python3 {vrouter_acl(chain)} --counters").stdout), \
+    assert json.loads(chain.sh("vr", f"python3 {chain.vnfs['vr'].root / c.VROUTER_ACL} --counters").stdout), \
         "the vRouter's setup did not load the eBPF datapath on this kernel"
     with_bpf = probe_deltas(chain)
     # the same programs as clsact filters, as kernels without tcx (Debian 12's 6.1) run them
-    assert load(chain, "bpf --attach tc").startswith("vrouter-acl: datapath bpf: eBPF programs (tc)")
+    assert c.load_acl(chain, "--datapath bpf --attach tc").startswith("vrouter-acl: datapath bpf: eBPF programs (tc)")
     try:
         with_tc = probe_deltas(chain)
-        assert load(chain, "nft").startswith("vrouter-acl: datapath nft")
+        assert c.load_acl(chain, "--datapath nft").startswith("vrouter-acl: datapath nft")
         with_maps = probe_deltas(chain)
         walk = tmp_path / "walk.nft"
         walk.write_text(walk_acl(chain))
         chain.sh("vr", f"nft -f {walk}")
         with_walk = probe_deltas(chain)
     finally:
-        assert load(chain, "auto").startswith("vrouter-acl: datapath bpf: eBPF programs (tcx)")
+        assert c.load_acl(chain).startswith("vrouter-acl: datapath bpf: eBPF programs (tcx)")
     assert with_maps == with_walk
     assert with_bpf == with_walk
     assert with_tc == with_walk

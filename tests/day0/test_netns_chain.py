@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from nfvcat.day0 import chain as c
-from nfvcat.day0.netns import acl_counters, nft_rules
+from nfvcat.day0.netns import nft_rules
 from tests.day0 import traffic as t
 
 N = 5  # frames per L2/L3 probe
@@ -50,9 +50,6 @@ def sides(chain: c.Chain, listeners: dict[str, t.Listener]) -> dict[str, Side]:
             "right": Side(chain.ns["ga"], "ga-lan", mac["right_port"], c.SITE_A_HOST, listeners["sa"])}
 
 
-ACL_TABLES = (("netdev", "vrouter_l2"), ("inet", "vrouter_l3"))
-
-
 def rendered_rules(chain: c.Chain) -> list[tuple[str, str]]:
     """(chain, rule) in order, from the rules file the rendered day-0 produced in the vRouter (the
     vrouter-acl input, with the interface names filled in)."""
@@ -65,25 +62,23 @@ def test_acl_loads_all_rules(chain: c.Chain) -> None:
     ICMP rate limits) as rules of their own."""
     rules = rendered_rules(chain)
     assert len(rules) == 20, rules
-    tool = chain.vnfs["vr"].root / "usr/local/sbin/vrouter-acl"
-    counters = acl_counters(chain.lab, chain.ns["vr"], ACL_TABLES, tool)
+    vr, root = chain.ns["vr"], chain.vnfs["vr"].root
+    counters = c.vnf_acl_counters(chain.lab, vr, root)
     ids = set(c.acl_rule_ids(rules))
     assert set(counters) == ids, sorted(set(counters) ^ ids)
     assert all(packets >= 0 for packets in counters.values()), f"a rule has no counter: {counters}"
     kinds = " ".join(r for _, r in rules)
     assert "ether saddr" in kinds and "vlan id" in kinds and "ip saddr" in kinds
     # the setup loaded the eBPF datapath (this kernel has tcx): its counters are the rules', no table is left
-    assert set(json.loads(chain.sh("vr", f"python3 {tool} --counters").stdout)) == ids
+    assert set(json.loads(chain.sh("vr", f"python3 {root / c.VROUTER_ACL} --counters").stdout)) == ids
     assert chain.sh("vr", "nft list tables").stdout.strip() == ""
     # the nftables form of the same rules, loaded in its place and back
-    rules = tool.parents[3] / "etc/vrouter/acl.rules"
-    load = f"python3 {tool} --left vr-left --right vr-right --load --datapath %s {rules}"
-    chain.sh("vr", load % "nft")
+    c.load_acl(chain, "--datapath nft")
     try:
-        assert set(acl_counters(chain.lab, chain.ns["vr"], ACL_TABLES, tool)) == ids
-        kernel = [r for family, table in ACL_TABLES for r in nft_rules(chain.lab, chain.ns["vr"], family, table)]
+        assert set(c.vnf_acl_counters(chain.lab, vr, root)) == ids
+        kernel = [r for family, table in c.ACL_TABLES for r in nft_rules(chain.lab, vr, family, table)]
     finally:
-        chain.sh("vr", load % "auto")
+        c.load_acl(chain)
     lookups = [r for r in kernel if [next(iter(e)) for e in r["expr"]] == ["vmap"]]
     own = [r for r in kernel if r not in lookups]
     assert sorted(r["comment"] for r in own) == ["acl_forward#4", "acl_forward#9"], own
@@ -94,8 +89,7 @@ def test_acl_loads_all_rules(chain: c.Chain) -> None:
 
 
 def _counter(chain: c.Chain, acl_chain: str, index: int) -> int:
-    tool = chain.vnfs["vr"].root / "usr/local/sbin/vrouter-acl"
-    return acl_counters(chain.lab, chain.ns["vr"], ACL_TABLES, tool)[f"{acl_chain}#{index}"]
+    return c.vnf_acl_counters(chain.lab, chain.ns["vr"], chain.vnfs["vr"].root)[f"{acl_chain}#{index}"]
 
 
 def _src_mac(chain: c.Chain, side: Side) -> str:

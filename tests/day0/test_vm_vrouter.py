@@ -21,6 +21,7 @@ from nfvcat.day0.configdrive import build_iso
 from nfvcat.day0.netns import Lab
 from nfvcat.day0.qemu import Nic, Vm, boot
 from nfvcat.day0.render import render
+from nfvcat.day0.vmpair import bridges, site
 from nfvcat.images import lab as lab_images
 from tests.day0 import traffic as t
 
@@ -33,15 +34,9 @@ TIMEOUT = float(os.environ.get("NFVCAT_VM_TIMEOUT", "1500"))
 def router(lab: Lab, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Vm, str, str, t.Listener]]:
     image = lab_images.image(IMAGE, lambda msg: print(f"[day0] {msg}", flush=True))
     work = Path(tmp_path_factory.mktemp("vrouter-vm"))
-    net = lab.ns("vrnet")
-    for br in ("br-mgmt", "br-left", "br-right"):
-        lab.sh(net, f"ip link add {br} type bridge && ip link set {br} up")
-    src, sink = lab.ns("vrsrc"), lab.ns("vrsink")
-    lab.link(src, "eth0", net, "src-port")
-    lab.link(sink, "eth0", net, "sink-port")
-    lab.sh(net, "ip link set src-port master br-left && ip link set sink-port master br-right")
-    lab.sh(src, f"ip addr add {c.SITE_A_HOST}/24 dev eth0 && ip route add default via {c.VR_LEFT}")
-    lab.sh(sink, f"ip addr add {c.GWA_LAN}/24 dev eth0 && ip route add default via {c.VR_RIGHT}")
+    net = bridges(lab, "vrnet", ("br-mgmt", "br-left", "br-right"))
+    src = site(lab, net, "vrsrc", "br-left", c.SITE_A_HOST, c.VR_LEFT)
+    sink = site(lab, net, "vrsink", "br-right", c.GWA_LAN, c.VR_RIGHT)
     listener = t.Listener(lab, sink, work / "sink.log", ["udp/9999", "udp/161"])
     day0 = render("vnf-vrouter", parameters=c.vrouter_parameters())
     iso = work / "vrouter.iso"

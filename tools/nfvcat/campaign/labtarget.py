@@ -20,7 +20,7 @@ from nfvcat.campaign import traffic as tr
 from nfvcat.campaign.tdf import Dataplane, LabSpec
 from nfvcat.cloud.placement_check import FAIL, PASS, Verdict
 from nfvcat.day0 import chain as chain_mod
-from nfvcat.day0.netns import Lab, acl_counters
+from nfvcat.day0.netns import Lab
 from nfvcat.day0.render import Day0, render
 
 READY = {"vnf-vrouter": "NFVCAT-VROUTER-READY", "vnf-ipsec-gw": "NFVCAT-IPSEC-GW-READY"}
@@ -101,7 +101,7 @@ class LabRun:
                 # every rendered rule is in the kernel with its counter (map elements or a rule: CHAIN#INDEX)
                 acl = vnf.root / "etc/vrouter/acl.rules"
                 want = set(chain_mod.acl_rule_ids(chain_mod.rendered_acl_rules(acl))) if acl.is_file() else None
-                counters = _acl_counters(self.lab, chain.ns[who], vnf.root / "usr/local/sbin/vrouter-acl")
+                counters = chain_mod.vnf_acl_counters(self.lab, chain.ns[who], vnf.root)
                 have = {rid for rid, packets in counters.items() if packets >= 0}
                 ok = want is not None and want == have == set(counters)
                 out.append(Verdict(who, "acl", "ACL rules loaded", PASS if ok else FAIL,
@@ -153,14 +153,6 @@ class LabRun:
             say(f"  latency at {load:.0f} pps of {spec.frame} B: min/avg/max {d.get('min_us')}/{d.get('avg_us')}/"
                 f"{d.get('max_us')} us, {latency.received}/{latency.probes} probes")
         return searches, latency
-
-
-def _acl_counters(lab: Lab, ns: str, vrouter_acl: Path) -> dict[str, int]:
-    """Packets per ACL rule id of the vRouter's tables that are loaded and of its eBPF programs (none
-    loaded: empty)."""
-    tables = [(family, table) for family, table in (("netdev", "vrouter_l2"), ("inet", "vrouter_l3"))
-              if lab.sh(ns, f"nft list table {family} {table}", check=False).returncode == 0]
-    return acl_counters(lab, ns, tables, vrouter_acl)
 
 
 def figures(searches: list[rfc2544.Search], latency: tr.Latency | None) -> dict[str, Any]:

@@ -18,7 +18,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from nfvcat.day0.netns import Lab, Vnf, enabled_services, kernel_esp_available, run, start_charon, sysctl_files
+from nfvcat.day0.netns import (
+    Lab,
+    Vnf,
+    acl_counters,
+    enabled_services,
+    kernel_esp_available,
+    run,
+    start_charon,
+    sysctl_files,
+)
 from nfvcat.day0.netns import write_files as write_cloud_files
 from nfvcat.day0.render import Day0, render
 
@@ -296,6 +305,25 @@ def build_line(lab: Lab, workdir: Path, length: int, vnf_parameters: dict[str, s
             chain.ifname.update({(who, "left"): "left", (who, "right"): "right"})
     chain.timings["vrouter setup"] = time.monotonic() - t1
     return line
+
+
+VROUTER_ACL = "usr/local/sbin/vrouter-acl"  # the vRouter's ACL compiler, under its VNF's root
+ACL_TABLES = (("netdev", "vrouter_l2"), ("inet", "vrouter_l3"))  # its nftables datapath
+
+
+def vnf_acl_counters(lab: Lab, ns: str, root: Path) -> dict[str, int]:
+    """Packets per ACL rule id of a vRouter (namespace ``ns``, files under ``root``), whichever datapath
+    holds its rules: the eBPF programs' counters and those of the tables that are loaded."""
+    return acl_counters(lab, ns, ACL_TABLES, root / VROUTER_ACL)
+
+
+def load_acl(chain: Chain, *options: str) -> str:
+    """The chain's vRouter loads its rendered rules again with its own ``vrouter-acl --load`` (``options``:
+    e.g. ``--datapath nft``); its one-line report."""
+    root = chain.vnfs["vr"].root
+    return str(chain.sh("vr", f"python3 {root / VROUTER_ACL} --left {chain.ifname[('vr', 'left')]} "
+                              f"--right {chain.ifname[('vr', 'right')]} --load {' '.join(options)} "
+                              f"{root}/etc/vrouter/acl.rules").stdout.strip())
 
 
 def rendered_acl_rules(path: Path) -> list[tuple[str, str]]:

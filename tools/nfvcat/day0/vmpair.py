@@ -51,17 +51,30 @@ def default_iso(params: dict[str, str], iso: Path) -> None:
 STAGGER: str | None = None
 
 
+def bridges(lab: Lab, name: str, names: tuple[str, ...]) -> str:
+    """A lab namespace ``name`` holding the bridges ``names`` (up), where VMs' taps and hosts attach."""
+    net = lab.ns(name)
+    for br in names:
+        lab.sh(net, f"ip link add {br} type bridge && ip link set {br} up")
+    return net
+
+
+def site(lab: Lab, net: str, name: str, bridge: str, address: str, gateway: str) -> str:
+    """A host namespace ``name`` whose eth0 (``address``/24, default route via ``gateway``) is a port of
+    ``bridge`` in the namespace ``net``."""
+    ns = lab.ns(name)
+    port = f"{name}-port"
+    lab.link(ns, "eth0", net, port)
+    lab.sh(net, f"ip link set {port} master {bridge}")
+    lab.sh(ns, f"ip addr add {address}/24 dev eth0 && ip route add default via {gateway}")
+    return ns
+
+
 def boot_pair(lab: Lab, image: Built, workdir: Path, make_iso: MakeIso = default_iso,
               stagger: str | None = STAGGER, stagger_timeout: float = 600) -> Pair:
-    net = lab.ns("vmnet")
-    for br in ("br-wan", "br-lana", "br-lanb", "br-mgmt"):
-        lab.sh(net, f"ip link add {br} type bridge && ip link set {br} up")
-    sa, sb = lab.ns("vsa"), lab.ns("vsb")
-    lab.link(sa, "eth0", net, "sa-port")
-    lab.link(sb, "eth0", net, "sb-port")
-    lab.sh(net, "ip link set sa-port master br-lana && ip link set sb-port master br-lanb")
-    lab.sh(sa, f"ip addr add {SITE_A_VM_HOST}/24 dev eth0 && ip route add default via {c.GWA_LAN}")
-    lab.sh(sb, f"ip addr add {c.SITE_B_HOST}/24 dev eth0 && ip route add default via {c.GWB_LAN}")
+    net = bridges(lab, "vmnet", ("br-wan", "br-lana", "br-lanb", "br-mgmt"))
+    sa = site(lab, net, "vsa", "br-lana", SITE_A_VM_HOST, c.GWA_LAN)
+    sb = site(lab, net, "vsb", "br-lanb", c.SITE_B_HOST, c.GWB_LAN)
     vms: dict[str, Vm] = {}
     for side in ("b", "a"):
         if side == "a" and stagger:
