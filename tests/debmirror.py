@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from nfvcat import cloudinit_schema as cs
+from nfvcat.validation import cloudinit_schema as cs
 
 
 class Mirror:

@@ -120,7 +120,7 @@ def main() -> int:
         tdir = state / "bench-10"
         tdir.mkdir(exist_ok=True)
         (tdir / "ten.yaml").write_text(TEN_VNF)
-        from nfvcat.images import refs
+        from nfvcat.packaging.images import refs
 
         image = str(refs.glance_images(ROOT)[0]["name"])  # a product image `onboard` put on the cloud above
         (tdir / "vnf.yaml").write_text(ONE_VNF.replace("{image}", image))

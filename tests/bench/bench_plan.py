@@ -9,7 +9,7 @@ import argparse
 import time
 from typing import Any
 
-from nfvcat.plan import inventory
+from nfvcat.catalog import inventory
 from nfvcat.plan.planner import Planner
 from nfvcat.plan.request import Chain, Flavor, Port, Vnf
 

@@ -29,7 +29,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
-from nfvcat import documents
+from nfvcat.core import documents
 
 SUFFIXES = (".yaml", ".yml", ".template", ".hot", ".json")
 CHUNK = 150
@@ -50,7 +50,8 @@ def hot_templates(roots: list[str]) -> list[str]:
 
 def heat_verdicts(files: list[str]) -> dict[str, list[dict[str, Any]]]:
     jobs = [{"file": f, "mode": "heat-api"} for f in files]
-    proc = subprocess.run([sys.executable, "-m", "nfvcat.engines.heat"], input=json.dumps({"jobs": jobs}) + "\n",
+    proc = subprocess.run([sys.executable, "-m", "nfvcat.validation.engines.heat"],
+                          input=json.dumps({"jobs": jobs}) + "\n",
                           capture_output=True, text=True, check=True)
     results = json.loads(proc.stdout)["results"]
     return {f: r["findings"] for f, r in zip(files, results, strict=True)}

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from nfvcat.day0 import chain as chain_mod
-from nfvcat.day0.netns import Lab, run, stale_namespaces
+from nfvcat.lab import chain as chain_mod
+from nfvcat.lab.netns import Lab, run, stale_namespaces
 
 NEEDED = ("ip", "nft", "swanctl", "tcpdump", "genisoimage", "isoinfo", "ping", "unshare", "trafgen", "chromium",
           "timeout", "qemu-system-x86_64",
-          # the product image the VM tier boots (images/ipsec-gw), built by nfvcat.images when not cached
+          # the product image the VM tier boots (images/ipsec-gw), built by nfvcat.packaging.images when not cached
           "mmdebstrap", "mkfs.ext4", "debugfs", "e2fsck", "mkfs.fat", "mmd", "mcopy", "sfdisk", "qemu-img")
 
 

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
-from nfvcat.day0.netns import run
+from nfvcat.lab.netns import run
 from tests.conftest import ROOT
 
 NFVCAT = str(Path(sys.executable).parent / "nfvcat")

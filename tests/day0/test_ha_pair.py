@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from nfvcat.day0 import hapair
-from nfvcat.day0.netns import Lab
+from nfvcat.lab import hapair
+from nfvcat.lab.netns import Lab
 
 SAMPLES = 3
 

@@ -19,13 +19,13 @@ from pathlib import Path
 
 import pytest
 
-from nfvcat.day0 import chain as c
-from nfvcat.day0 import probe
-from nfvcat.day0.netns import Lab
-from nfvcat.day0.qemu import Vm
-from nfvcat.day0.vmpair import IMAGE, STAGGER, Pair, boot_pair
-from nfvcat.images import lab as lab_images
-from nfvcat.images.build import Built
+from nfvcat.lab import chain as c
+from nfvcat.lab import probe
+from nfvcat.lab.netns import Lab
+from nfvcat.lab.qemu import Vm
+from nfvcat.lab.vmpair import IMAGE, STAGGER, Pair, boot_pair
+from nfvcat.packaging.images import obtain as lab_images
+from nfvcat.packaging.images.build import Built
 from tests.conftest import nfvcat
 from tests.day0 import traffic as t
 

@@ -16,13 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from nfvcat.day0 import chain as c
 from nfvcat.day0.configdrive import build_iso
-from nfvcat.day0.netns import Lab
-from nfvcat.day0.qemu import Nic, Vm, boot
 from nfvcat.day0.render import render
-from nfvcat.day0.vmpair import bridges, site
-from nfvcat.images import lab as lab_images
+from nfvcat.lab import chain as c
+from nfvcat.lab.netns import Lab
+from nfvcat.lab.qemu import Nic, Vm, boot
+from nfvcat.lab.vmpair import bridges, site
+from nfvcat.packaging.images import obtain as lab_images
 from tests.day0 import traffic as t
 
 IMAGE = "vrouter"

@@ -11,8 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-from nfvcat.day0.frames import udp_frame as udp_frame
-from nfvcat.day0.netns import Lab, run
+from nfvcat.lab.netns import Lab, run
 
 LISTENER = r"""
 import select, socket, sys

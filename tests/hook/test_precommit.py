@@ -21,7 +21,7 @@ import sys
 import time
 from pathlib import Path
 
-from nfvcat import cloudinit_schema as cs
+from nfvcat.validation import cloudinit_schema as cs
 from tests.conftest import ROOT
 from tests.debmirror import Mirror
 

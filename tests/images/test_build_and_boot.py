@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from nfvcat.images import build, recipe
+from nfvcat.packaging.images import build, recipe
 from tests.conftest import ROOT
 from tests.images.conftest import OVMF
 

@@ -70,7 +70,7 @@ def test_glance_holds_the_product_images_of_the_locks(conn: Any, onboarded: list
     """Each catalog image in Glance is byte for byte the image its lock names: the sha256 of what Glance serves
     back is the lock's, Glance's own hash (os_hash_algo, sha512 by default) is that of the same bytes, and the
     image carries its entry's Glance properties (UEFI firmware, q35, virtio)."""
-    from nfvcat.images import recipe, refs
+    from nfvcat.packaging.images import recipe, refs
 
     seen = set()
     for ref in refs.glance_images(ROOT):
@@ -109,7 +109,7 @@ def test_one_vnf_sriov_chain_then_wrong_placement_is_caught(conn: Any, tmp_path:
     assert topo["pagesize_kb"] == 1048576 and len(topo["nodes"]) == 1
 
     # the same deployment against an inventory whose NICs sit on the other NUMA node: check must fail
-    inv = yaml.safe_load((ROOT / "tools/nfvcat/devcloud/inventory.yaml").read_text())
+    inv = yaml.safe_load((ROOT / "tools/nfvcat/lab/devcloud/inventory.yaml").read_text())
     for host in inv["hosts"]:  # (the hosts share one device list in the file: copies, each flipped once)
         host["pci_devices"] = [{**dev, "numa_node": 1 - dev["numa_node"]} for dev in host["pci_devices"]]
         host["numa_cells"] = [{**cell, "socket": 1 - cell["socket"]} for cell in host["numa_cells"]]
@@ -135,8 +135,8 @@ def test_two_vnf_ovs_dpdk_chain(conn: Any) -> None:
 
 def test_chain_that_cannot_fit_fails_cleanly(conn: Any) -> None:
     # more dedicated vCPUs on one NUMA node than any node has (Placement alone would find a host with enough)
-    inv = yaml.safe_load((ROOT / "tools/nfvcat/devcloud/inventory.yaml").read_text())
-    from nfvcat.plan.inventory import from_data
+    inv = yaml.safe_load((ROOT / "tools/nfvcat/lab/devcloud/inventory.yaml").read_text())
+    from nfvcat.catalog.inventory import from_data
 
     hosts = from_data(inv).hosts
     per_node = max(len(c.dedicated) for h in hosts for c in h.cells)

@@ -109,9 +109,9 @@ def rebuild_trackers(conn: Any, timeout: float = 240) -> None:
     usage in memory that no API and no table shows: a delete then fails (CPUUnpinningInvalid) and leaves the
     server in ERROR holding its pCPUs. A nova-compute rebuilds its usage from the (restored) records when it
     starts, before its first heartbeat; the devcloud's own service definitions start it again."""
-    from nfvcat.devcloud import computes, lifecycle, procs, services
-    from nfvcat.devcloud.state import State, default_dir
-    from nfvcat.plan import inventory
+    from nfvcat.catalog import inventory
+    from nfvcat.lab.devcloud import computes, lifecycle, procs, services
+    from nfvcat.lab.devcloud.state import State, default_dir
 
     state = State(default_dir())
     inv = lifecycle.inventory_of(state)
@@ -160,8 +160,8 @@ def check(stack: str, *extra: str) -> dict[str, Any]:
 
 def check_in_process(conn: Any, stack: str, inventory: str | None = None) -> dict[str, Any]:
     """The same check through the library (what the command runs; saves a process start per injection)."""
-    from nfvcat.cloud.hostaccess import open_access
-    from nfvcat.cloud.placement_check import check_stack, load_inventory, passed
+    from nfvcat.cloud.placement_check import check_stack, passed
+    from nfvcat.lab.devcloud.hostaccess import load_inventory, open_access
 
     verdicts = check_stack(conn, stack, load_inventory(inventory), open_access("devcloud"))
     return {"ok": passed(verdicts), "verdicts": [v.as_dict() for v in verdicts]}
@@ -205,9 +205,10 @@ def edit_cells(fn: Callable[[list[dict[str, Any]]], None]) -> Callable[[dict[str
 
 
 def inventory_host(name: str) -> Any:
-    from nfvcat.plan import inventory
+    from nfvcat.catalog import inventory
 
-    return next(h for h in inventory.load(str(ROOT / "tools/nfvcat/devcloud/inventory.yaml")).hosts if h.name == name)
+    hosts = inventory.load(str(ROOT / "tools/nfvcat/lab/devcloud/inventory.yaml")).hosts
+    return next(h for h in hosts if h.name == name)
 
 
 def test_check_fails_every_injected_wrong_placement(conn: Any, deployed: dict[str, Any], tmp_path: Path) -> None:
@@ -350,7 +351,7 @@ def test_check_fails_every_injected_wrong_placement(conn: Any, deployed: dict[st
         print(f"  nova-compute restarted on every host after the restores ({time.monotonic() - t:.0f} s)")
 
     # the inventory's CPU sets swapped (dedicated <-> shared): every pin is outside the node's dedicated set
-    inv = yaml.safe_load((ROOT / "tools/nfvcat/devcloud/inventory.yaml").read_text())
+    inv = yaml.safe_load((ROOT / "tools/nfvcat/lab/devcloud/inventory.yaml").read_text())
     for host in inv["hosts"]:
         host["numa_cells"] = [{**c, "cpu_dedicated_set": c["cpu_shared_set"], "cpu_shared_set": c["cpu_dedicated_set"]}
                               for c in host["numa_cells"]]

@@ -16,7 +16,7 @@ import yaml
 from tests.integration.conftest import ROOT, catalog_images, nfvcat
 
 pytestmark = pytest.mark.usefixtures("onboarded")
-INVENTORY = ROOT / "tools/nfvcat/devcloud/inventory.yaml"
+INVENTORY = ROOT / "tools/nfvcat/lab/devcloud/inventory.yaml"
 NETWORK = {"physnet_mgmt": "nfv-mgmt", "physnet_sriov": "nfv-sriov-left"}
 
 

@@ -11,11 +11,12 @@ from typing import Any
 import pytest
 import yaml
 
-from nfvcat.campaign import reports, rfc2544, runner, tdf
-from nfvcat.campaign.results import FAIL, PASS, SKIP, CampaignRecord, Step, TestRecord
-from nfvcat.campaign.traffic import Trial
-from nfvcat.day0 import frames
-from nfvcat.errors import UserError
+from nfvcat.catalog import tdf
+from nfvcat.core.errors import UserError
+from nfvcat.lab import frames
+from nfvcat.lab.campaign import reports, rfc2544, runner
+from nfvcat.lab.campaign.results import FAIL, PASS, SKIP, CampaignRecord, Step, TestRecord
+from nfvcat.lab.campaign.traffic import Trial
 from tests.conftest import ROOT, nfvcat
 
 LAB = ROOT / "tests" / "tdf" / "lab.yaml"
@@ -193,7 +194,7 @@ def test_a_figure_capped_by_the_rate_asked_is_a_bound_not_a_pass() -> None:
 
 
 def test_a_search_that_loses_nothing_at_the_top_is_capped() -> None:
-    from nfvcat.campaign import rfc2544
+    from nfvcat.lab.campaign import rfc2544
 
     class T:
         def __init__(self, rate: float, offered: float, lost: int = 0):
@@ -208,7 +209,7 @@ def test_a_search_that_loses_nothing_at_the_top_is_capped() -> None:
     assert top.capped and not top.generator_limited and top.as_dict()["capped"] is True
     slow = rfc2544.search("imix", settings, lambda f, rate, sec: T(rate, 150_000))  # the generator runs out
     assert slow.generator_limited and not slow.capped and slow.throughput_pps == 150_000
-    from nfvcat.campaign import labtarget
+    from nfvcat.lab.campaign import labtarget
 
     assert labtarget.figures([top, slow], None).get("at_least") == ["throughput_pps/64", "throughput_mbps/64"]
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from nfvcat.catalog import entries, flavors, site, specs, units
-from nfvcat.errors import UserError
+from nfvcat.core.errors import UserError
 from tests.conftest import ROOT
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from nfvcat.cloud import onboarding
 from nfvcat.cloud.stacks import Bundle, Stacks, converge, delete_and_verify, stack_parameters
-from nfvcat.errors import EXIT_ENGINE, EXIT_FINDINGS, UserError
+from nfvcat.core.errors import EXIT_ENGINE, EXIT_FINDINGS, UserError
 from tests.conftest import ROOT
 from tests.unit.cloudfake import CINDER, HEAT, NEUTRON, NOVA, sent
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from nfvcat import cloudinit_schema as cs
+from nfvcat.validation import cloudinit_schema as cs
 from tests.conftest import nfvcat
 from tests.debmirror import Mirror
 

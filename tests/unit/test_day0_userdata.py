@@ -14,9 +14,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from nfvcat.day0 import chain as c
-from nfvcat.day0 import probe, userdata
-from nfvcat.errors import UserError
+from nfvcat.core.errors import UserError
+from nfvcat.day0 import userdata
+from nfvcat.lab import chain as c
+from nfvcat.lab import probe
 from tests.conftest import nfvcat
 
 GW_A = [a for k, v in c.gateway_parameters("a", udp_encap=True).items() for a in ("-P", f"{k}={v}")]

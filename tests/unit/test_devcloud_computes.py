@@ -8,17 +8,16 @@ from typing import Any
 import pytest
 
 from nfvcat import catalog
-from nfvcat.catalog import site
-from nfvcat.devcloud import computes, configs
-from nfvcat.devcloud.state import State
-from nfvcat.errors import UserError
-from nfvcat.plan import inventory
+from nfvcat.catalog import inventory, site
+from nfvcat.core.errors import UserError
+from nfvcat.lab.devcloud import computes, configs
+from nfvcat.lab.devcloud.state import State
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_default_inventory_hosts_and_switches() -> None:
-    inv = inventory.load(str(ROOT / "tools/nfvcat/devcloud/inventory.yaml"))
+    inv = inventory.load(str(ROOT / "tools/nfvcat/lab/devcloud/inventory.yaml"))
     hosts = computes.site_layout(inv)
     assert [(c.name, c.vswitch, c.main_switch) for c in hosts] == [
         ("devcloud-smt", "ovs-dpdk", True), ("devcloud-nosmt", "ovs", False)]
@@ -40,7 +39,7 @@ def test_per_host_configuration(tmp_path: Path) -> None:
     state = State(tmp_path)
     (tmp_path / "secrets.json").write_text('{"db": "x", "admin": "x", "glance": "x", "placement": "x", '
                                            '"nova": "x", "neutron": "x", "heat": "x", "tacker": "x"}')
-    inv = inventory.load(str(ROOT / "tools/nfvcat/devcloud/inventory.yaml"))
+    inv = inventory.load(str(ROOT / "tools/nfvcat/lab/devcloud/inventory.yaml"))
     nosmt = computes.site_layout(inv)[1]
     text = computes.nova_conf(state, nosmt).read_text()
     assert "host = devcloud-nosmt" in text and "cpu_dedicated_set = 2,3,4,5,6,7,8,9,10,11,14," in text
@@ -79,7 +78,7 @@ def test_networking_sfc_configuration(tmp_path: Path, monkeypatch: pytest.Monkey
     assert ("flow_classifier" in plugins and "sfc" in plugins) is enabled
     assert (server.has_section("sfc") and server["sfc"]["drivers"] == "ovs"
             and server["flowclassifier"]["drivers"] == "ovs") is enabled
-    inv = inventory.load(str(ROOT / "tools/nfvcat/devcloud/inventory.yaml"))
+    inv = inventory.load(str(ROOT / "tools/nfvcat/lab/devcloud/inventory.yaml"))
     for c in computes.site_layout(inv):
         agent = _ini(computes.agent_confs(state, c)["ovs"])
         assert (agent["agent"].get("extensions") == "sfc" and agent["agent"]["tunnel_types"] == "vxlan") is enabled
@@ -89,7 +88,7 @@ def test_networking_sfc_configuration(tmp_path: Path, monkeypatch: pytest.Monkey
 
 
 def test_networking_sfc_migrations_after_neutrons(tmp_path: Path) -> None:
-    from nfvcat.devcloud import bootstrap
+    from nfvcat.lab.devcloud import bootstrap
 
     (tmp_path / "secrets.json").write_text('{"db": "x", "admin": "x", "glance": "x", "placement": "x", '
                                            '"nova": "x", "neutron": "x", "heat": "x", "tacker": "x"}')
@@ -100,7 +99,7 @@ def test_networking_sfc_migrations_after_neutrons(tmp_path: Path) -> None:
 
 
 def test_the_simulated_hypervisor_plugs_ovs_vifs_as_os_vif_would() -> None:
-    from nfvcat.devcloud import fakevirt
+    from nfvcat.lab.devcloud import fakevirt
 
     base = {"id": "p1", "address": "fa:16:3e:00:00:01", "devname": "vhup1", "network": {"bridge": "br-int"}}
     vhu = {**base, "type": "vhostuser", "details": {"vhostuser_ovs_plug": True, "vhostuser_mode": "server",

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from nfvcat import project
+from nfvcat.validation import project
 from tests.conftest import nfvcat
 
 BAD_HOT = """heat_template_version: 2021-04-16

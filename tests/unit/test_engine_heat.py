@@ -31,7 +31,8 @@ resources:
 
 
 def run_worker(jobs: list[dict[str, object]]) -> list[dict[str, object]]:
-    proc = subprocess.run([sys.executable, "-m", "nfvcat.engines.heat"], input=json.dumps({"jobs": jobs}) + "\n",
+    proc = subprocess.run([sys.executable, "-m", "nfvcat.validation.engines.heat"],
+                          input=json.dumps({"jobs": jobs}) + "\n",
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     return json.loads(proc.stdout)["results"]
@@ -382,7 +383,7 @@ resources:
 def test_parsed_texts_are_kept_as_new_copies_and_errors_are_raised_each_time() -> None:
     """The worker's memo of heatclient's parse: equal data, a new copy each call (Heat may change what it
     is given), YAML aliases still one object, a text that does not parse raises every time."""
-    from nfvcat.engines.heat import _keeping_parsed
+    from nfvcat.validation.engines.heat import _keeping_parsed
 
     calls: list[str] = []
 
@@ -419,7 +420,7 @@ def test_parsed_texts_are_kept_as_new_copies_and_errors_are_raised_each_time() -
 
 
 def test_template_verdicts_are_kept_per_text() -> None:
-    from nfvcat.engines.heat import _keeping_verdicts
+    from nfvcat.validation.engines.heat import _keeping_verdicts
 
     seen: list[object] = []
 
@@ -466,7 +467,7 @@ from heat.engine import environment
 from oslo_i18n import _message
 heats = environment.ResourceRegistry.iterable_by
 translate = _message.Message._translate_msgid
-from nfvcat.engines import heat
+from nfvcat.validation.engines import heat
 heat.setup()
 from heat.engine import resources
 registry = resources.global_env().registry

@@ -12,7 +12,8 @@ from tests.conftest import ROOT, findings_of, nfvcat
 
 
 def _run(jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    proc = subprocess.run([sys.executable, "-m", "nfvcat.engines.nova"], input=json.dumps({"jobs": jobs}) + "\n",
+    proc = subprocess.run([sys.executable, "-m", "nfvcat.validation.engines.nova"],
+                          input=json.dumps({"jobs": jobs}) + "\n",
                           capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr
     results: list[dict[str, Any]] = json.loads(proc.stdout)["results"]

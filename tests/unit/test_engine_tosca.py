@@ -132,7 +132,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     jobs["sol001_v3"] = {"file": str(v3), "kind": "vnfd"}
     scratch = tmp / "scratch"
     scratch.mkdir()
-    proc = subprocess.run([sys.executable, "-m", "nfvcat.engines.tosca"],
+    proc = subprocess.run([sys.executable, "-m", "nfvcat.validation.engines.tosca"],
                           input=json.dumps({"jobs": list(jobs.values())}) + "\n", capture_output=True, text=True,
                           timeout=300, cwd=ROOT,
                           env={**os.environ, "TMPDIR": str(scratch)})
@@ -227,7 +227,7 @@ def test_no_temporary_files_left(run: dict[str, Any]) -> None:
 
 
 def test_worker_never_imports_heat_or_nova() -> None:
-    code = ("import json, sys; from nfvcat.engines import tosca; tosca.setup(); "
+    code = ("import json, sys; from nfvcat.validation.engines import tosca; tosca.setup(); "
             f"tosca.check({{'file': {str(TOP)!r}, 'kind': 'vnfd'}}); "
             "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules} & {'heat', 'nova'})))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from nfvcat import cache, filesig
-from nfvcat.validation import doccache
+from nfvcat.core import filesig
+from nfvcat.validation import cache, doccache
 
 TEMPLATE = "heat_template_version: 2021-04-16\ndescription: {}\nresources: {{}}\n"
 

@@ -23,9 +23,9 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from nfvcat import documents
-from nfvcat.rules import all_rules
-from nfvcat.rules.base import Context
+from nfvcat.core import documents
+from nfvcat.validation.rules import all_rules
+from nfvcat.validation.rules.base import Context
 from tests.conftest import ROOT, nfvcat
 
 OFFLINE_IMPORT = "is not fetched: nfvcat validates offline"

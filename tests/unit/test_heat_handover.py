@@ -17,9 +17,9 @@ import pytest
 import yaml
 from heatclient.common import template_format
 
-from nfvcat import yamlpos
-from nfvcat.documents import Document
-from nfvcat.engines.heat import parsed_as_heatclient_parses
+from nfvcat.core import yamlpos
+from nfvcat.core.documents import Document
+from nfvcat.validation.engines.heat import parsed_as_heatclient_parses
 from tests.unit.test_yamlpos_parsers import CORPUS, ROOT, TRICKY, _shape
 
 STRIPPED = {  # heatclient parses text.strip(): where that is not the text's data, nothing is handed over
@@ -123,7 +123,8 @@ def test_the_worker_takes_the_data_for_that_exact_text_and_parses_any_other(tmp_
     key = text.strip() if handed_text == "same" else text.strip() + "\n# another text"
     job = {"file": str(tmp_path / "t.yaml"),
            "parsed": [{"text": key, "data": binascii.b2a_base64(marshal.dumps(broken), newline=False).decode()}]}
-    proc = subprocess.run([sys.executable, "-m", "nfvcat.engines.heat"], input=json.dumps({"jobs": [job]}) + "\n",
+    proc = subprocess.run([sys.executable, "-m", "nfvcat.validation.engines.heat"],
+                          input=json.dumps({"jobs": [job]}) + "\n",
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     [result] = json.loads(proc.stdout)["results"]
@@ -137,10 +138,10 @@ def test_the_worker_takes_the_data_for_that_exact_text_and_parses_any_other(tmp_
 def test_a_chain_hands_over_the_templates_it_nests_as_the_run_read_them(tmp_path: Path) -> None:
     """A chain's job carries its nested VNF template's data too (an edited VNF template nested in a chain):
     the run's own documents, the unsaved buffer's when there is one."""
-    from nfvcat import documents
-    from nfvcat.engines import heat
-    from nfvcat.engines.jobs import JobContext
-    from nfvcat.rules.base import Context
+    from nfvcat.core import documents
+    from nfvcat.validation.engines import heat
+    from nfvcat.validation.engines.jobs import JobContext
+    from nfvcat.validation.rules.base import Context
 
     (tmp_path / "vnf.yaml").write_text("heat_template_version: 2021-04-16\nresources: {}\n")
     (tmp_path / "chain.yaml").write_text("heat_template_version: 2021-04-16\nresources:\n"

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from nfvcat import documents, hot, yamlpos
+from nfvcat.core import documents, hot, yamlpos
 
 TEMPLATE = """heat_template_version: 2021-04-16
 parameters:

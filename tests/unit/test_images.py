@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from nfvcat import documents
 from nfvcat.cli import main
-from nfvcat.errors import EXIT_FINDINGS, EXIT_OK, UserError
-from nfvcat.images import build, recipe, refs
-from nfvcat.rules.base import Context
-from nfvcat.rules.parsing.e0014_image_checksum import ImageChecksum
+from nfvcat.core import documents
+from nfvcat.core.errors import EXIT_FINDINGS, EXIT_OK, UserError
+from nfvcat.packaging.images import build, recipe, refs
+from nfvcat.validation.rules.base import Context
+from nfvcat.validation.rules.parsing.e0014_image_checksum import ImageChecksum
 from tests.conftest import ROOT
 
 FIXTURE = ROOT / "tests" / "fixtures" / "rules" / "E0014" / "pass"
@@ -181,7 +181,7 @@ def test_recipe_errors_are_one_line(cat: Path) -> None:
 
 
 def test_vnfd_identity_follows_the_version(tmp_path: Path) -> None:
-    from nfvcat import vnfd_ids
+    from nfvcat.catalog import vnfd_ids
 
     entry = tmp_path / "vnfd" / "v"
     (entry / "Definitions").mkdir(parents=True)

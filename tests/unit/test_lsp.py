@@ -149,7 +149,7 @@ def test_options_travel_to_the_engine_server_whole(tmp_path: Path) -> None:
     the project as the .nfvcat.yaml it was read from."""
     import json
 
-    from nfvcat import project
+    from nfvcat.validation import project
     from nfvcat.validation.model import Options
 
     (tmp_path / ".nfvcat.yaml").write_text("exclude: ['legacy/**']\nstrict: true\n")

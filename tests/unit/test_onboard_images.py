@@ -14,8 +14,8 @@ import pytest
 import requests_mock
 
 from nfvcat.cloud import onboarding
-from nfvcat.errors import EXIT_FINDINGS, EXIT_USAGE, UserError
-from nfvcat.images import build, recipe
+from nfvcat.core.errors import EXIT_FINDINGS, EXIT_USAGE, UserError
+from nfvcat.packaging.images import build, recipe
 from tests.conftest import ROOT
 
 FIXTURE = ROOT / "tests" / "fixtures" / "rules" / "E0014" / "pass"

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import yaml
 
-from nfvcat.errors import UserError
+from nfvcat.core.errors import UserError
 from nfvcat.packaging import basehot as basehot_gen
 from nfvcat.packaging.csar import build
 from tests.conftest import ROOT, findings_of, nfvcat

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from nfvcat.errors import EXIT_FINDINGS, UserError
-from nfvcat.images import build, recipe, refs
+from nfvcat.core.errors import EXIT_FINDINGS, UserError
 from nfvcat.packaging.csar import build as package
+from nfvcat.packaging.images import build, recipe, refs
 from tests.conftest import ROOT
 
 STAND_IN = b"QFI\xfb stand-in for the vrouter image\n"

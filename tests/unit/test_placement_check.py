@@ -14,9 +14,9 @@ import pytest
 import requests_mock
 import yaml
 
+from nfvcat.catalog import inventory
 from nfvcat.cloud import placement_check as pc
 from nfvcat.cloud.hostaccess import HostFacts, LibvirtXml
-from nfvcat.plan import inventory
 from tests.unit.cloudfake import connection
 
 INVENTORY = """

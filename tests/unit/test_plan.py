@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from nfvcat.errors import UserError
-from nfvcat.plan import capacity, inventory
+from nfvcat.catalog import inventory
+from nfvcat.core.errors import UserError
+from nfvcat.plan import capacity
 from nfvcat.plan.planner import Failure, Placement, Planner
 from nfvcat.plan.request import Chain, Flavor, Port, Vnf, find_flavor
 from tests.conftest import ROOT, nfvcat
@@ -144,7 +145,7 @@ def test_capacity_and_what_runs_out_first() -> None:
 
 
 def test_hot_template_is_read_statically() -> None:
-    from nfvcat import yamlpos
+    from nfvcat.core import yamlpos
     from nfvcat.plan import hot_reader
 
     path = FIX / "chain.hot.yaml"

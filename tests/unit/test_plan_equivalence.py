@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from nfvcat.plan import demand, filters, hoststate, inventory, novaenv, weigher
+from nfvcat.catalog import inventory
+from nfvcat.plan import demand, filters, hoststate, novaenv, weigher
 from nfvcat.plan.planner import Failure, Planner
 from nfvcat.plan.request import Chain, Flavor, Port, Vnf
 

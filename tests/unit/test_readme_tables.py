@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from nfvcat import readme_tables as rt
-from nfvcat import yamlpos
+from nfvcat.catalog import readme_tables as rt
 from nfvcat.cli import main
-from nfvcat.errors import EXIT_FINDINGS, EXIT_OK
+from nfvcat.core import yamlpos
+from nfvcat.core.errors import EXIT_FINDINGS, EXIT_OK
 
 TEMPLATE = """\
 heat_template_version: 2021-04-16

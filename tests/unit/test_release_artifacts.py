@@ -9,10 +9,10 @@ from pathlib import Path
 
 import yaml
 
-from nfvcat import release_artifacts
 from nfvcat.cli import main
-from nfvcat.errors import EXIT_OK
-from nfvcat.images import recipe
+from nfvcat.core.errors import EXIT_OK
+from nfvcat.packaging import release_artifacts
+from nfvcat.packaging.images import recipe
 from tests.conftest import ROOT
 from tests.unit.test_package_images import STAND_IN, cat  # noqa: F401 (the stand-in catalog fixture)
 from tests.unit.test_signing import MAKE

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from nfvcat.rules import all_rules
+from nfvcat.validation.rules import all_rules
 from tests.conftest import ROOT, findings_of
 
 FIXTURES = ROOT / "tests" / "fixtures" / "rules"

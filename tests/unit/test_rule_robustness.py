@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from nfvcat import documents
-from nfvcat.rules import all_rules
-from nfvcat.rules.base import Context
+from nfvcat.core import documents
+from nfvcat.validation.rules import all_rules
+from nfvcat.validation.rules.base import Context
 
 VNFD = """tosca_definitions_version: tosca_simple_yaml_1_3
 imports: [etsi_nfv_sol001_common_types.yaml, etsi_nfv_sol001_vnfd_types.yaml]

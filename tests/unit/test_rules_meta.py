@@ -6,7 +6,7 @@ import ast
 import re
 
 from nfvcat.commands.rules import markdown
-from nfvcat.rules import all_rules
+from nfvcat.validation.rules import all_rules
 from tests.conftest import ROOT
 from tests.unit.test_rule_fixtures import FIXTURES, TESTED_ELSEWHERE
 
@@ -20,7 +20,7 @@ def test_ids_are_unique_well_formed_and_in_their_domain() -> None:
     assert len(ids) == len(set(ids))
     for r in rules:
         assert re.fullmatch(r"[EWI]\d{4}", r.id), r.id
-        domain = type(r).__module__.split(".")[2]
+        domain = type(r).__module__.split(".")[3]
         assert domain == RANGES[r.id[1]], f"{r.id} lives in rules/{domain}, its range is {RANGES[r.id[1]]}"
         assert type(r).__module__.split(".")[-1].startswith(r.id.lower()), f"{r.id}: one file per rule, named after it"
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from nfvcat import documents
-from nfvcat.rules.base import Context
-from nfvcat.rules.hot.e1003_secret_parameter import SecretParameter
+from nfvcat.core import documents
+from nfvcat.validation.rules.base import Context
+from nfvcat.validation.rules.hot.e1003_secret_parameter import SecretParameter
 
 TEMPLATE = """heat_template_version: 2021-04-16
 parameters:

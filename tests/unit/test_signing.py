@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from nfvcat import signing
 from nfvcat.cli import main
-from nfvcat.errors import EXIT_USAGE
+from nfvcat.core.errors import EXIT_USAGE
+from nfvcat.packaging import signing
 from nfvcat.packaging.csar import build
 from tests.conftest import ROOT, findings_of
 

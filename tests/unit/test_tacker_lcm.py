@@ -13,7 +13,7 @@ import requests_mock
 
 from nfvcat.catalog import entries
 from nfvcat.cloud import tacker_lcm
-from nfvcat.errors import EXIT_ENGINE, EXIT_FINDINGS, UserError
+from nfvcat.core.errors import EXIT_ENGINE, EXIT_FINDINGS, UserError
 from tests.conftest import ROOT
 from tests.unit.cloudfake import HEAT, NEUTRON, NOVA, TACKER, TackerFake, _discovery, connection, sent
 
@@ -173,13 +173,13 @@ AUTH = {"auth_url": "http://127.0.0.1:5000", "username": "admin", "password": "p
 def _client() -> Any:
     from keystoneauth1 import noauth, session
 
-    from nfvcat.devcloud import tacker
+    from nfvcat.lab.devcloud import tacker
 
     return tacker.tacker_client(session.Session(auth=noauth.NoAuth(endpoint=TACKER)))
 
 
 def test_devcloud_registers_itself_as_the_default_vim_once() -> None:
-    from nfvcat.devcloud import tacker
+    from nfvcat.lab.devcloud import tacker
 
     vims: list[dict[str, Any]] = []
 
@@ -205,7 +205,7 @@ def test_devcloud_registers_itself_as_the_default_vim_once() -> None:
 
 
 def test_a_stale_vim_of_our_name_is_replaced() -> None:
-    from nfvcat.devcloud import tacker
+    from nfvcat.lab.devcloud import tacker
 
     with requests_mock.Mocker() as m:
         m.get(re.compile(rf"^{TACKER}/v1.0/vims(\.json)?"), json={"vims": [
@@ -217,8 +217,8 @@ def test_a_stale_vim_of_our_name_is_replaced() -> None:
 
 
 def test_devcloud_tacker_keeps_vim_keys_in_the_state_dir_and_neutron_has_vxlan(tmp_path: Any) -> None:
-    from nfvcat.devcloud import configs, tacker
-    from nfvcat.devcloud.state import State
+    from nfvcat.lab.devcloud import configs, tacker
+    from nfvcat.lab.devcloud.state import State
 
     state = State(tmp_path / "dc")
     keys = tacker.vim_keys(state)

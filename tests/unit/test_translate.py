@@ -10,7 +10,7 @@ from pathlib import Path
 
 import yaml
 
-from nfvcat.translate import translate
+from nfvcat.validation.translate import translate
 from tests.conftest import ROOT, findings_of, nfvcat
 
 CHAIN = ROOT / "templates" / "tosca" / "chain-vrouter" / "chain-vrouter.yaml"

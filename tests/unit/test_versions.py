@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from nfvcat import releases, versions
+from nfvcat.catalog import releases, versions
 from nfvcat.cli import main
-from nfvcat.errors import EXIT_FINDINGS, EXIT_OK
+from nfvcat.core.errors import EXIT_FINDINGS, EXIT_OK
 
 TEMPLATE = """\
 heat_template_version: 2021-04-16

@@ -1,5 +1,5 @@
-"""The engine workers' harness (nfvcat.engines.worker): one JSON request per line in, one answer per line out,
-library chatter kept off the answers, and the loaded engine kept out of the garbage collector's walks."""
+"""The engine workers' harness (nfvcat.validation.engines.worker): one JSON request per line in, one answer
+per line out, library chatter kept off the answers, and the loaded engine kept out of the garbage collector's walks."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import sys
 
 WORKER = """
 import gc, sys
-from nfvcat.engines.worker import serve
+from nfvcat.validation.engines.worker import serve
 loaded = []
 def setup():
     loaded.extend([i] for i in range(50_000))  # an engine's modules and state, as far as gc sees them

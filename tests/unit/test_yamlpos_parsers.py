@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from nfvcat import yamlpos
+from nfvcat.core import yamlpos
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = sorted(p for top in ("templates", "flavors", "vnfd", "hooks", "images", "tests")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 
-from nfvcat.errors import EXIT_ENGINE, EXIT_USAGE, UserError
+from nfvcat.core.errors import EXIT_ENGINE, EXIT_USAGE, UserError
 
 TYPE_CHECKING = False  # typing's import is start-up time of every warm `nfvcat validate`
 if TYPE_CHECKING:

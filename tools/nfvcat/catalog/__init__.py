@@ -34,7 +34,7 @@ def require_root(start: str | None = None) -> Path:
     """The catalog root, or a one-line error for the commands that cannot work without one."""
     root = find_root(start)
     if root is None:
-        from nfvcat.errors import UserError
+        from nfvcat.core.errors import UserError
 
         raise UserError("no catalog here (no templates/ and flavors/ at or above the current directory); "
                         "set NFVCAT_CATALOG_DIR")
@@ -87,7 +87,7 @@ def main_template(entry_dir: Path, entry: Any) -> Path | None:
 def provider_networks(root: Path | None, read: Callable[[Path], Any]) -> dict[str, dict[str, Any]]:
     """The provider networks the catalog's HOT templates create, by name (net-provider's, say), so a
     template that takes a network by name can be traced to its physnet. ``read`` gives a file's data."""
-    from nfvcat import hot
+    from nfvcat.core import hot
 
     out: dict[str, dict[str, Any]] = {}
     if root is None or not (root / "templates" / "heat").is_dir():

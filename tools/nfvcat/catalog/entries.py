@@ -1,6 +1,6 @@
 """Catalog entries: one directory each, described by its ``entry.yaml``. The one loader of entry.yaml.
 
-An entry is read and checked against ``nfvcat/schemas/entry.schema.json`` (the schema rule E0010 uses in
+An entry is read and checked against ``nfvcat/data/schemas/entry.schema.json`` (the schema rule E0010 uses in
 ``nfvcat validate``); a broken one is a one-line error naming the file, line and column.
 """
 
@@ -13,8 +13,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from nfvcat import catalog, yamlpos
-from nfvcat.errors import UserError
+from nfvcat import catalog
+from nfvcat.core import yamlpos
+from nfvcat.core.errors import UserError
 
 ENTRY_FILE = "entry.yaml"
 KIND_DIRS = {"heat": ("templates", "heat"), "tosca": ("templates", "tosca"), "vnfd": ("vnfd",),
@@ -25,7 +26,7 @@ KIND_DIRS = {"heat": ("templates", "heat"), "tosca": ("templates", "tosca"), "vn
 def entry_validator() -> Any:
     import jsonschema
 
-    schema = json.loads(resources.files("nfvcat.schemas").joinpath("entry.schema.json").read_text())
+    schema = json.loads(resources.files("nfvcat").joinpath("data/schemas/entry.schema.json").read_text())
     return jsonschema.Draft202012Validator(schema)
 
 

@@ -13,9 +13,10 @@ from typing import Any
 
 import yaml
 
-from nfvcat import catalog, yamlpos
+from nfvcat import catalog
 from nfvcat.catalog.specs import stringify
-from nfvcat.errors import UserError
+from nfvcat.core import yamlpos
+from nfvcat.core.errors import UserError
 
 
 @dataclass

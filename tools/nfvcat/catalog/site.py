@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from nfvcat import yamlpos
 from nfvcat.catalog import SITE_PROFILE
-from nfvcat.errors import UserError
+from nfvcat.core import yamlpos
+from nfvcat.core.errors import UserError
 
 # The page sizes an x86_64 host offers (base pages, 2 MiB and 1 GiB huge pages), in KiB.
 X86_64_PAGE_SIZES_KB = (4, 2048, 1048576)
@@ -62,7 +62,7 @@ def load(path: Path | None, explicit: bool = False) -> SiteProfile:
 
 def _page_sizes(path: Path, value: Any) -> tuple[int, ...]:
     """``page_sizes`` in KiB, read as a host inventory's page sizes are (``4K``, ``2M``, ``1G``)."""
-    from nfvcat.plan.inventory import page_size_kb
+    from nfvcat.catalog.inventory import page_size_kb
 
     if value is None:
         return X86_64_PAGE_SIZES_KB

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from nfvcat.errors import EXIT_ENGINE, EXIT_USAGE, UserError
+from nfvcat.core.errors import EXIT_ENGINE, EXIT_USAGE, UserError
 
 
 def request_id(exc: Exception) -> str:

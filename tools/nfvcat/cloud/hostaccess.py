@@ -2,22 +2,22 @@
 emulator threads, the PCI devices Nova allocated for its SR-IOV ports, and (:class:`SwitchAccess`, the dev cloud
 only) the OpenFlow flows and groups on a host's integration bridge.
 
-Two sources (``check --host-access``):
-- ``devcloud``: the dev cloud's own recorded state (its state directory; Nova's database: ``instance_extra``
-  numa_topology, ``pci_devices``), which is what its simulated hypervisor would have given libvirt;
-- a directory of libvirt domain XML files (``virsh dumpxml <domain> > DIR/<instance uuid>.xml`` on each compute):
-  ``<cputune>`` ``vcpupin``/``emulatorpin`` and the ``<hostdev>`` PCI source addresses.
+The interface is :class:`HostAccess` (and :class:`SwitchAccess`); this module knows one source that any cloud
+can give, a directory of libvirt domain XML files (``virsh dumpxml <domain> > DIR/<instance uuid>.xml`` on each
+compute): ``<cputune>`` ``vcpupin``/``emulatorpin`` and the ``<hostdev>`` PCI source addresses. The dev cloud
+provides another (``check --host-access devcloud``: ``nfvcat.lab.devcloud.hostaccess``); code for any cloud
+knows no dev cloud.
 """
 
 from __future__ import annotations
 
-import json
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
-from nfvcat.errors import EXIT_ENGINE, UserError
+from nfvcat.core.errors import UserError
 
 
 @dataclass
@@ -52,7 +52,7 @@ class SwitchAccess(Protocol):
 
 
 def _cpus(text: str) -> set[int]:
-    from nfvcat.plan.inventory import parse_cpu_spec
+    from nfvcat.catalog.inventory import parse_cpu_spec
 
     return parse_cpu_spec(text)
 
@@ -102,123 +102,11 @@ class LibvirtXml:
         return facts
 
 
-class DevcloudState:
-    """The dev cloud's recorded state: Nova's cell database (the dev cloud's MariaDB, credentials in its state
-    directory)."""
-
-    def __init__(self, root: Path) -> None:
-        secrets = root / "secrets.json"
-        if not secrets.is_file():
-            raise UserError(f"--host-access devcloud: no dev cloud state in {root} (run `nfvcat devcloud up`)",
-                            EXIT_ENGINE)
-        self.password = str(json.loads(secrets.read_text())["db"])
-        self.name = f"dev cloud state in {root}"
-        self._db: Any = None
-        self.root = root
-        self._switches: DevcloudSwitches | None = None
-
-    @property
-    def switches(self) -> DevcloudSwitches:
-        if self._switches is None:
-            self._switches = DevcloudSwitches(self.root)
-        return self._switches
-
-    def knows(self, host: str) -> bool:
-        return self.switches.knows(host)
-
-    def ofport(self, host: str, port_id: str) -> int | None:
-        return self.switches.ofport(host, port_id)
-
-    def openflow(self, host: str, bridge: str, what: str) -> str | None:
-        return self.switches.openflow(host, bridge, what)
-
-    def query(self, sql: str, *args: Any) -> list[tuple[Any, ...]]:
-        import pymysql
-
-        from nfvcat.devcloud.state import HOST, PORTS
-
-        if self._db is None:
-            try:
-                self._db = pymysql.connect(host=HOST, port=PORTS["mariadb"], user="nfvcat", password=self.password,
-                                           database="nova", connect_timeout=5)
-            except pymysql.MySQLError as exc:
-                raise UserError(f"--host-access devcloud: cannot read Nova's database: {exc}", EXIT_ENGINE) from None
-        with self._db.cursor() as cur:
-            cur.execute(sql, args)
-            return list(cur.fetchall())
-
-    def facts(self, server_id: str, host: str | None) -> HostFacts | None:
-        rows = self.query("SELECT numa_topology FROM instance_extra WHERE instance_uuid=%s AND deleted=0", server_id)
-        if not rows:
-            return None
-        facts = HostFacts()
-        topo = json.loads(rows[0][0]) if rows[0][0] else None
-        if topo:
-            data = topo.get("nova_object.data", {})
-            facts.emulator_policy = data.get("emulator_threads_policy")
-            reserved: set[int] = set()
-            for cell in data.get("cells") or []:
-                c = cell.get("nova_object.data", {})
-                facts.pinning.update({int(k): int(v) for k, v in (c.get("cpu_pinning_raw") or {}).items()})
-                reserved |= {int(x) for x in c.get("cpuset_reserved") or []}
-            # Nova's libvirt driver pins the emulator threads to cpuset_reserved under policy isolate; under
-            # share they float on [compute] cpu_shared_set (not dedicated pCPUs)
-            facts.emulator_pcpus = reserved if reserved or facts.emulator_policy == "isolate" else None
-        facts.pci = [str(r[0]) for r in self.query(
-            "SELECT address FROM pci_devices WHERE instance_uuid=%s AND deleted=0 AND status='allocated' "
-            "ORDER BY address", server_id)]
-        return facts
-
-
-class DevcloudSwitches:
-    """The Open vSwitch instances of the dev cloud's compute hosts (one per inventory host, nfvcat.devcloud.computes),
-    read with ovs-vsctl and ovs-ofctl on their run directories."""
-
-    def __init__(self, root: Path) -> None:
-        from nfvcat.cloud.placement_check import load_inventory
-        from nfvcat.devcloud import computes
-        from nfvcat.devcloud.state import State
-
-        self.state = State(root)
-        self.computes = {c.name: c for c in computes.site_layout(load_inventory(None))}
-
-    def knows(self, host: str) -> bool:
-        return host in self.computes and (self.computes[host].ovs_run(self.state) / "db.sock").exists()
-
-    def _run(self, host: str, argv: list[str]) -> str | None:
-        import os
-        import subprocess
-
-        from nfvcat.devcloud import computes
-
-        if not self.knows(host):
-            return None
-        env = {**os.environ, **computes.ovs_env(self.state, self.computes[host])}
-        try:
-            res = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=30, check=False)
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            raise UserError(f"--host-access devcloud: {argv[0]} on {host}: {exc}", EXIT_ENGINE) from None
-        if res.returncode != 0:
-            raise UserError(f"--host-access devcloud: {' '.join(argv[:4])} on {host}: {res.stderr.strip()[:300]}",
-                            EXIT_ENGINE)
-        return res.stdout
-
-    def ofport(self, host: str, port_id: str) -> int | None:
-        out = self._run(host, ["ovs-vsctl", "--timeout=10", "--bare", "--columns=ofport", "find", "Interface",
-                               f"external_ids:iface-id={port_id}"])
-        numbers = [int(x) for x in (out or "").split() if x.lstrip("-").isdigit() and int(x) > 0]
-        return numbers[0] if numbers else None
-
-    def openflow(self, host: str, bridge: str, what: str) -> str | None:
-        return self._run(host, ["ovs-ofctl", "-O", "OpenFlow13", "--no-names", what, bridge])
-
-
-def open_access(spec: str | None) -> HostAccess | None:
-    """``devcloud`` (the dev cloud's state directory), a directory of libvirt domain XML, or None."""
+def open_access(spec: str | None, providers: dict[str, Callable[[], HostAccess]] | None = None) -> HostAccess | None:
+    """What ``check --host-access`` names: a source a provider offers by name (the dev cloud offers
+    ``devcloud``; see ``nfvcat.lab.devcloud.hostaccess``), else a directory of libvirt domain XML, else None."""
     if not spec:
         return None
-    if spec == "devcloud":
-        from nfvcat.devcloud.state import default_dir
-
-        return DevcloudState(default_dir())
+    if providers and spec in providers:
+        return providers[spec]()
     return LibvirtXml(Path(spec))

@@ -12,7 +12,7 @@ from nfvcat.catalog import entries
 from nfvcat.catalog import flavors as catalog_flavors
 from nfvcat.cloud.connect import call, cloud_errors
 from nfvcat.cloud.stacks import Stacks, bundle
-from nfvcat.errors import EXIT_ENGINE, EXIT_FINDINGS, UserError
+from nfvcat.core.errors import EXIT_ENGINE, EXIT_FINDINGS, UserError
 
 FLAVOR_MICROVERSION = "2.86"  # Nova validates extra specs from 2.86 on
 NETWORK_STACK = "nfvcat-provider-networks"
@@ -78,13 +78,13 @@ def image_file(img: dict[str, Any], root: Path, image_dir: Path | None, override
         return cand if cand.is_file() else None
     if not img.get("image"):
         return None
-    from nfvcat.images import build, lab, recipe
+    from nfvcat.packaging.images import build, obtain, recipe
 
     hit = build.cached(recipe.load(str(img["image"]), root))
     if hit is not None or say is None or not locked_sha256(img):  # no lock: nothing to match
         return hit.disk if hit is not None else None
     say(f"image {img['name']}: no cached build of images/{img['image']} {img.get('version')}, building it")
-    return lab.image(str(img["image"]), say, root).disk
+    return obtain.image(str(img["image"]), say, root).disk
 
 
 def locked_sha256(img: dict[str, Any]) -> str:
@@ -109,7 +109,7 @@ def verified(img: dict[str, Any], path: Path) -> str:
 
 def images(conn: Any, root: Path, image_dir: Path | None, overrides: dict[str, Path], dry_run: bool,
            say: Any) -> list[Action]:
-    from nfvcat.images import refs
+    from nfvcat.packaging.images import refs
 
     out = []
     known = refs.glance_images(root)

@@ -20,15 +20,14 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from nfvcat import catalog
+from nfvcat.catalog import inventory as inventory_mod
 from nfvcat.catalog import site as site_profile
 from nfvcat.catalog import units
 from nfvcat.cloud.connect import call
 from nfvcat.cloud.hostaccess import HostAccess, HostFacts
-from nfvcat.plan import inventory as inventory_mod
 
 TOPOLOGY_MICROVERSION = "2.78"
 PASS, FAIL, ADMIN, UNKNOWN, HOST_ACCESS = "pass", "FAIL", "needs admin", "unknown", "needs host access"
@@ -54,7 +53,7 @@ def stack_resources(conn: Any, stack_name: str) -> list[dict[str, Any]]:
     body = call(conn.orchestration, "GET", f"/stacks/{stack_name}/resources?nested_depth=5",
                 f"stack {stack_name} resources", ok=(200, 404))
     if body is None:
-        from nfvcat.errors import UserError
+        from nfvcat.core.errors import UserError
 
         raise UserError(f"no stack {stack_name}", 1)
     return list(body.get("resources", []))
@@ -439,7 +438,7 @@ class Checker:
 
 def dedicated_vcpus(specs: dict[str, str], vcpus: list[int]) -> set[int]:
     """The vCPUs hw:cpu_dedicated_mask pins ('^0-1': all but 0 and 1; '2-5': those)."""
-    from nfvcat.plan.inventory import parse_cpu_spec
+    from nfvcat.catalog.inventory import parse_cpu_spec
 
     mask = specs.get("hw:cpu_dedicated_mask", "")
     if not mask:
@@ -447,17 +446,6 @@ def dedicated_vcpus(specs: dict[str, str], vcpus: list[int]) -> set[int]:
     if mask.strip().startswith("^"):
         return set(vcpus) - parse_cpu_spec(mask.replace("^", ""))
     return parse_cpu_spec(mask) & set(vcpus)
-
-
-def load_inventory(path: str | None) -> inventory_mod.Inventory:
-    """The given inventory, else the one the dev cloud was started with, else the dev cloud's default."""
-    if not path:
-        from nfvcat.devcloud.state import State, default_dir
-
-        started = State(default_dir()).inventory
-        path = str(started if started.is_file() else
-                   Path(__file__).resolve().parent.parent / "devcloud" / "inventory.yaml")
-    return inventory_mod.load(path)
 
 
 def check_stack(conn: Any, stack_name: str, inv: inventory_mod.Inventory | None,

@@ -13,7 +13,7 @@ from typing import Any
 import yaml
 
 from nfvcat.cloud.connect import call
-from nfvcat.errors import EXIT_ENGINE, EXIT_FINDINGS, UserError
+from nfvcat.core.errors import EXIT_ENGINE, EXIT_FINDINGS, UserError
 
 FAILED = ("CREATE_FAILED", "UPDATE_FAILED", "DELETE_FAILED", "ROLLBACK_COMPLETE", "ROLLBACK_FAILED",
           "ADOPT_FAILED", "RESUME_FAILED", "SUSPEND_FAILED", "CHECK_FAILED")

@@ -30,7 +30,7 @@ from typing import Any
 
 from nfvcat.cloud.connect import call, cloud_errors
 from nfvcat.cloud.stacks import LEAK_PATHS
-from nfvcat.errors import EXIT_ENGINE, EXIT_FINDINGS, EXIT_USAGE, UserError
+from nfvcat.core.errors import EXIT_ENGINE, EXIT_FINDINGS, EXIT_USAGE, UserError
 
 SERVICE_TYPE = "nfv-orchestration"
 V2 = {"Version": "2.0.0"}

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 
 from nfvcat.commands import options
-from nfvcat.errors import EXIT_FINDINGS, EXIT_OK
+from nfvcat.core.errors import EXIT_FINDINGS, EXIT_OK
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

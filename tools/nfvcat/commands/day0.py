@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from nfvcat.commands import options
-from nfvcat.errors import EXIT_OK
+from nfvcat.core.errors import EXIT_OK
 
 if TYPE_CHECKING:
     from nfvcat.day0.render import Day0

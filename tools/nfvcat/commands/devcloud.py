@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from nfvcat.commands import options
-from nfvcat.errors import EXIT_ENGINE, EXIT_OK
+from nfvcat.core.errors import EXIT_ENGINE, EXIT_OK
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -30,8 +30,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from nfvcat.devcloud import lifecycle
-    from nfvcat.devcloud.state import CLOUD_NAME, State, default_dir
+    from nfvcat.lab.devcloud import lifecycle
+    from nfvcat.lab.devcloud.state import CLOUD_NAME, State, default_dir
 
     state = State(Path(args.dir).resolve() if args.dir else default_dir())
     if args.action == "up":

@@ -10,9 +10,10 @@ import os
 import sys
 from typing import Any
 
-from nfvcat import catalog, readme_tables, vnfd_ids
-from nfvcat.errors import EXIT_FINDINGS, EXIT_OK, UserError
-from nfvcat.images import refs
+from nfvcat import catalog
+from nfvcat.catalog import readme_tables, vnfd_ids
+from nfvcat.core.errors import EXIT_FINDINGS, EXIT_OK, UserError
+from nfvcat.packaging.images import refs
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -8,8 +8,8 @@ import argparse
 import json
 from pathlib import Path
 
-from nfvcat import cloudinit_schema
-from nfvcat.errors import EXIT_ENGINE, EXIT_OK, UserError
+from nfvcat.core.errors import EXIT_ENGINE, EXIT_OK, UserError
+from nfvcat.validation import cloudinit_schema
 
 
 def register(sub: argparse._SubParsersAction) -> None:

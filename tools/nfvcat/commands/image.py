@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from nfvcat.commands import options
-from nfvcat.errors import EXIT_OK
-from nfvcat.images import build, recipe
+from nfvcat.core.errors import EXIT_OK
+from nfvcat.packaging.images import build, recipe
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 
 from nfvcat.commands import options
-from nfvcat.errors import EXIT_OK, UserError
+from nfvcat.core.errors import EXIT_OK, UserError
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -25,8 +25,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def collect(args: argparse.Namespace) -> int:
     import yaml
 
+    from nfvcat.catalog import inventory
     from nfvcat.plan import collect as collector
-    from nfvcat.plan import inventory
 
     data = collector.gather(args.os_cloud)
     inventory.from_data(data, "collected inventory")  # what we write must load
@@ -43,7 +43,7 @@ def collect(args: argparse.Namespace) -> int:
 
 
 def check(args: argparse.Namespace) -> int:
-    from nfvcat.plan import inventory
+    from nfvcat.catalog import inventory
     from nfvcat.plan.planner import Planner
 
     inv = inventory.load(args.inventory)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import argparse
 
-from nfvcat.errors import EXIT_OK
+from nfvcat.core.errors import EXIT_OK
 
 
 def register(sub: argparse._SubParsersAction) -> None:

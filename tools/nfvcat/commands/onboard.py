@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 from nfvcat.commands import options
-from nfvcat.errors import EXIT_OK, UserError
+from nfvcat.core.errors import EXIT_OK, UserError
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -43,8 +43,8 @@ def add_sign(p: argparse.ArgumentParser) -> None:
 
 def signer(args: argparse.Namespace) -> tuple[Any, Any] | None:
     """The loaded (key, certificate) of --sign-key/--sign-cert, or None."""
-    from nfvcat import signing
-    from nfvcat.errors import UserError
+    from nfvcat.core.errors import UserError
+    from nfvcat.packaging import signing
 
     if bool(args.sign_key) != bool(args.sign_cert):
         raise UserError("--sign-key and --sign-cert go together")
@@ -76,8 +76,7 @@ def add_checked(p: argparse.ArgumentParser, *, skippable: bool = True) -> None:
 
 def open_checked(args: argparse.Namespace) -> tuple[Any, Any]:
     """What ``add_checked``'s ``--inventory`` and ``--host-access`` name, opened: (inventory, host access)."""
-    from nfvcat.cloud.hostaccess import open_access
-    from nfvcat.cloud.placement_check import load_inventory
+    from nfvcat.lab.devcloud.hostaccess import load_inventory, open_access
 
     return load_inventory(args.inventory), open_access(args.host_access)
 

@@ -7,9 +7,10 @@ import argparse
 import time
 from typing import Any
 
-from nfvcat import catalog, yamlpos
+from nfvcat import catalog
 from nfvcat.commands import options
-from nfvcat.errors import EXIT_FINDINGS, EXIT_OK, UserError
+from nfvcat.core import yamlpos
+from nfvcat.core.errors import EXIT_FINDINGS, EXIT_OK, UserError
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -90,7 +91,7 @@ def _env_parameters(path: str) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from nfvcat.plan import inventory
+    from nfvcat.catalog import inventory
 
     inv = inventory.load(args.inventory)
     if args.nova_conf:

@@ -7,10 +7,12 @@ import json
 import sys
 from pathlib import Path
 
-from nfvcat import catalog, release_artifacts, releases, versions
+from nfvcat import catalog
+from nfvcat.catalog import releases, versions
 from nfvcat.commands import options
-from nfvcat.errors import EXIT_FINDINGS, EXIT_OK, UserError
-from nfvcat.images import refs
+from nfvcat.core.errors import EXIT_FINDINGS, EXIT_OK, UserError
+from nfvcat.packaging import release_artifacts
+from nfvcat.packaging.images import refs
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

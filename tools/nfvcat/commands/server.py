@@ -11,7 +11,7 @@ import argparse
 import json
 import time
 
-from nfvcat.errors import EXIT_ENGINE, EXIT_OK
+from nfvcat.core.errors import EXIT_ENGINE, EXIT_OK
 from nfvcat.validation import client, server, wire
 
 

@@ -10,7 +10,7 @@ import argparse
 import json
 
 from nfvcat.commands import options
-from nfvcat.errors import EXIT_FINDINGS, EXIT_OK
+from nfvcat.core.errors import EXIT_FINDINGS, EXIT_OK
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

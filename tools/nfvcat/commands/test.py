@@ -17,7 +17,7 @@ import signal
 import sys
 from pathlib import Path
 
-from nfvcat.errors import EXIT_ENGINE, EXIT_FINDINGS, EXIT_OK
+from nfvcat.core.errors import EXIT_ENGINE, EXIT_FINDINGS, EXIT_OK
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -40,7 +40,8 @@ def _interrupt(signum: int, frame: object) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from nfvcat.campaign import reports, runner, tdf
+    from nfvcat.catalog import tdf
+    from nfvcat.lab.campaign import reports, runner
 
     description = tdf.load(args.tdf)
     for sig in (signal.SIGTERM, signal.SIGHUP):  # unwind: every chain of the campaign is torn down

@@ -10,7 +10,7 @@ import sys
 import yaml
 
 from nfvcat.commands import options
-from nfvcat.errors import EXIT_FINDINGS, UserError
+from nfvcat.core.errors import EXIT_FINDINGS, UserError
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -23,7 +23,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from nfvcat.translate import TranslationError, translate
+    from nfvcat.validation.translate import TranslationError, translate
 
     if not os.path.isfile(args.template):
         raise UserError(f"{args.template}: no such file")

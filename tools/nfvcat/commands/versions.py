@@ -5,9 +5,10 @@ from __future__ import annotations
 import argparse
 import json
 
-from nfvcat import catalog, versions
+from nfvcat import catalog
+from nfvcat.catalog import versions
 from nfvcat.commands import options
-from nfvcat.errors import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, UserError
+from nfvcat.core.errors import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, UserError
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -9,8 +9,8 @@ import tempfile
 from pathlib import Path
 
 from nfvcat import __version__
+from nfvcat.core.errors import EXIT_ENGINE, UserError
 from nfvcat.day0.render import Day0, write_json
-from nfvcat.errors import EXIT_ENGINE, UserError
 
 PUBLISHER = f"nfvcat {__version__}"
 

@@ -23,7 +23,7 @@ import yaml
 
 from nfvcat import catalog
 from nfvcat.catalog import entries
-from nfvcat.errors import UserError
+from nfvcat.core.errors import UserError
 
 NAMESPACE = uuid.UUID("6f1c7c2e-54a4-4a4c-9a53-6e66a7d0d0a0")  # nfvcat day-0 ids (uuid5)
 VNIC_LINK_TYPES = {"normal": "ovs", "direct": "hw_veb", "direct-physical": "hostdev_physical",
@@ -135,7 +135,7 @@ def _heat() -> None:
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                from nfvcat.engines import heat
+                from nfvcat.validation.engines import heat
 
                 heat.offline_context()
         finally:
@@ -184,7 +184,7 @@ def render(vnf: str, environments: list[str] | None = None, parameters: dict[str
             raise UserError(f"{path.name}: parameters the day-0 data needs have no value: {', '.join(missing)} "
                             "(give them with -e or -P)")
         if unset:  # parameters day 0 does not depend on (networks, say): any valid value
-            from nfvcat.engines.heat import placeholder
+            from nfvcat.validation.engines.heat import placeholder
 
             env_params.update({n: placeholder(n, s, tpl, tmpl.env.get_class) for n, s in unset.items()})
             tmpl = template.Template(tpl, files=files, env=environment.Environment(env))
@@ -259,7 +259,7 @@ def _params_used(props: dict[str, Any], resources: dict[str, Any], conditions: d
 
 
 def _heat_state() -> Any:
-    from nfvcat.engines import heat
+    from nfvcat.validation.engines import heat
 
     return heat.offline_context()
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from nfvcat.errors import EXIT_USAGE, UserError
+from nfvcat.core.errors import EXIT_USAGE, UserError
 
 MERGE_TYPE = "list(append)+dict(no_replace,recurse_list)+str()"
 HEADER = "#cloud-config"

@@ -42,7 +42,7 @@ from typing import Any
 import yaml
 
 from nfvcat.catalog import entries, specs, units
-from nfvcat.errors import UserError
+from nfvcat.core.errors import UserError
 
 MAPPING_FILE = "basehot.yaml"
 

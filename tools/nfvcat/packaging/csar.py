@@ -21,10 +21,10 @@ from typing import Any
 
 import yaml
 
-from nfvcat import signing
 from nfvcat.catalog import entries
-from nfvcat.errors import UserError
-from nfvcat.packaging import basehot, images
+from nfvcat.core.errors import UserError
+from nfvcat.packaging import basehot, signing
+from nfvcat.packaging import package_images as images
 
 PACKAGE_DIRS = ("Definitions", "BaseHOT", "UserData", "Scripts", "Files")
 USER_DATA = "UserData/lcm_user_data.py"  # shipped in nfvcat/data/tacker/ for every entry
@@ -147,7 +147,8 @@ def write_zip(path: Path, files: dict[str, bytes]) -> None:
 def build(entry_dir: Path, output: Path, with_image: bool = False,
           signer: tuple[Any, Any] | None = None) -> Path:
     """Build DIR/NAME-VERSION.zip from the vnfd entry; return its path. ``with_image``: the entry's images
-    inside (packaging.images); ``signer`` (key, certificate): the manifest signed with CMS (nfvcat.signing)."""
+    inside (packaging.package_images);
+``signer`` (key, certificate): the manifest signed with CMS (nfvcat.packaging.signing)."""
     if not entry_dir.is_dir():
         raise UserError(f"{entry_dir}: not a directory")
     entry = read_entry(entry_dir)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from nfvcat.errors import EXIT_ENGINE, UserError
+from nfvcat.core.errors import EXIT_ENGINE, UserError
 
 OVS_AGENT = "Open vSwitch agent"
 SRIOV_AGENT = "NIC Switch agent"

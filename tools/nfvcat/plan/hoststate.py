@@ -8,8 +8,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from nfvcat.errors import UserError
-from nfvcat.plan.inventory import DEFAULT_FILTERS, DeviceSpec, HostSpec
+from nfvcat.catalog.inventory import DEFAULT_FILTERS, DeviceSpec, HostSpec
+from nfvcat.core.errors import UserError
 from nfvcat.plan.novaenv import nova, nova_message
 
 SMALL_PAGE_KB = 4

@@ -12,8 +12,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from nfvcat import hot, yamlpos
-from nfvcat.errors import UserError
+from nfvcat.core import hot, yamlpos
+from nfvcat.core.errors import UserError
 from nfvcat.plan.request import GROUP_POLICIES, Chain, Flavor, Port, Vnf, find_flavor, flavor_from_data
 
 

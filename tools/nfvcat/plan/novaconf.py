@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from nfvcat.errors import UserError
+from nfvcat.core.errors import UserError
 
 
 def _values(path: Path) -> dict[tuple[str, str], list[str]]:

@@ -12,10 +12,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from nfvcat.errors import UserError
+from nfvcat.catalog.inventory import Inventory
+from nfvcat.core.errors import UserError
 from nfvcat.plan import demand as demand_mod
 from nfvcat.plan import filters, hoststate, novaenv, reasons, weigher
-from nfvcat.plan.inventory import Inventory
 from nfvcat.plan.request import Chain, Vnf
 
 

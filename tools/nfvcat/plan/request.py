@@ -19,10 +19,10 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from nfvcat import yamlpos
 from nfvcat.catalog import flavors as catalog_flavors
 from nfvcat.catalog.specs import stringify
-from nfvcat.errors import UserError
+from nfvcat.core import yamlpos
+from nfvcat.core.errors import UserError
 
 VNIC_TYPES = {"normal", "direct", "macvtap", "direct-physical", "virtio-forwarder", "vdpa", "remote-managed",
               "baremetal", "smart-nic", "accelerator-direct", "accelerator-direct-physical"}

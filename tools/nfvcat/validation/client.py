@@ -72,7 +72,7 @@ def start(site: str | None = None, idle: float | None = None) -> dict[str, Any] 
 
 def stop(timeout: float = 20) -> int | None:
     """Stop the running server and wait until it is gone; its pid, or None when none ran."""
-    from nfvcat.devcloud.procs import alive
+    from nfvcat.core.procs import alive
 
     reply = wire.request({"op": "stop"}, 10)
     if not reply:
@@ -101,7 +101,7 @@ def run_command_line(argv: list[str]) -> tuple[int, str, str] | None:
     if reply is None:
         return None
     if "user_error" in reply:
-        from nfvcat.errors import UserError
+        from nfvcat.core.errors import UserError
 
         raise UserError(str(reply["user_error"]), int(reply.get("exit_code", 1)))
     if "output" not in reply:  # "restart", "left to the command", an error of the server's
@@ -145,7 +145,7 @@ def _exchange(message: dict[str, Any], site: Callable[[], str | None]) -> dict[s
                 return None
             continue
         if "user_error" in reply:
-            from nfvcat.errors import UserError
+            from nfvcat.core.errors import UserError
 
             raise UserError(str(reply["user_error"]), int(reply.get("exit_code", 1)))
         return reply

@@ -1,5 +1,5 @@
 """The engine server's in-memory layer: parsed documents kept between validations, re-read when the file
-changes (its stat signature: size, mtime, ctime, inode; kept once settled, nfvcat.filesig), so a warm
+changes (its stat signature: size, mtime, ctime, inode; kept once settled, nfvcat.core.filesig), so a warm
 validation parses only what changed."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ from __future__ import annotations
 import os
 from collections import OrderedDict
 
-from nfvcat import documents, filesig
-from nfvcat.documents import Document
+from nfvcat.core import documents, filesig
+from nfvcat.core.documents import Document
 
 
 class DocumentCache:

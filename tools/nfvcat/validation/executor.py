@@ -31,7 +31,7 @@ class EngineUnavailable(Exception):
 
 def unavailable(engine: str, reason: object) -> dict[str, Any]:
     """The result of a job its engine did not run: one E0009 finding saying why."""
-    from nfvcat.rules.parsing.e0009_engine_failure import EngineFailure
+    from nfvcat.validation.rules.parsing.e0009_engine_failure import EngineFailure
 
     return {"findings": [{"id": EngineFailure.id, "path": [], "message": f"{engine} engine did not run: {reason}",
                           "engine": engine}]}
@@ -64,7 +64,7 @@ class Executor(Protocol):
 
 
 def _command(engine: str) -> list[str]:
-    return [sys.executable, "-m", f"nfvcat.engines.{engine}"]
+    return [sys.executable, "-m", f"nfvcat.validation.engines.{engine}"]
 
 
 def _env() -> dict[str, str]:

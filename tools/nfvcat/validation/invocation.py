@@ -12,11 +12,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO
 
-from nfvcat.errors import EXIT_ENGINE, EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, UserError
+from nfvcat.core.errors import EXIT_ENGINE, EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, UserError
 from nfvcat.validation.model import Options, Report
 
 if TYPE_CHECKING:
-    from nfvcat.documents import Document
+    from nfvcat.core.documents import Document
     from nfvcat.validation.executor import Executor
 
 
@@ -30,7 +30,7 @@ class Invocation:
 
 def prepare(args: dict[str, Any]) -> Invocation:
     """The paths and Options of a call made in the current directory (``.nfvcat.yaml`` read from it)."""
-    from nfvcat import project
+    from nfvcat.validation import project
 
     for env in args.get("environment") or []:
         try:
@@ -62,7 +62,7 @@ def render(report: Report, inv: Invocation, out: TextIO, err: TextIO) -> int:
     if fmt == "json":
         text = output.as_json(report.findings, report.files, report.skipped, report.excluded, report.suppressed)
     elif fmt == "sarif":
-        from nfvcat.rules import all_rules
+        from nfvcat.validation.rules import all_rules
 
         text = output.sarif(report.findings, all_rules(), report.suppressed)
     else:
@@ -77,7 +77,7 @@ def render(report: Report, inv: Invocation, out: TextIO, err: TextIO) -> int:
 def execute(args: dict[str, Any], out: TextIO, err: TextIO, executor: Executor | None = None,
             reader: Callable[[str], Document] | None = None) -> int:
     """Validate as asked (engines in one-shot workers unless an executor is given) and print the result."""
-    from nfvcat import documents
+    from nfvcat.core import documents
     from nfvcat.validation.pipeline import validate_paths
 
     inv = prepare(args)

@@ -25,7 +25,7 @@ from pygls.lsp.server import LanguageServer
 from pygls.uris import from_fs_path, to_fs_path
 
 from nfvcat import __version__
-from nfvcat.findings import Finding
+from nfvcat.core.findings import Finding
 
 SEVERITY = {"error": types.DiagnosticSeverity.Error, "warning": types.DiagnosticSeverity.Warning,
             "informational": types.DiagnosticSeverity.Information}
@@ -36,7 +36,7 @@ def rule_link(rule_id: str) -> str | None:
     """The rule's section of docs/rules.md in this checkout; else the document the rule enforces."""
     if RULES_DOC.is_file():
         return f"{from_fs_path(str(RULES_DOC))}#{rule_id.lower()}"
-    from nfvcat.rules import all_rules
+    from nfvcat.validation.rules import all_rules
 
     return next((r.source_url for r in all_rules() if r.id == rule_id and r.source_url), None)
 

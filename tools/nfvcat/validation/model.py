@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from nfvcat.findings import Finding, Suppressed
-    from nfvcat.project import Project
+    from nfvcat.core.findings import Finding, Suppressed
+    from nfvcat.validation.project import Project
 
 
 @dataclass
@@ -35,7 +35,7 @@ class Options:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Options:
-        from nfvcat import project
+        from nfvcat.validation import project
 
         return cls(environments=[str(e) for e in data.get("environments") or []],
                    parameters={str(k): str(v) for k, v in (data.get("parameters") or {}).items()},
@@ -67,7 +67,7 @@ class Report:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Report:
-        from nfvcat.findings import Finding, Suppressed
+        from nfvcat.core.findings import Finding, Suppressed
 
         return cls([Finding.from_json(f) for f in data["findings"]], int(data["files"]), dict(data["timings"]),
                    dict(data["jobs"]), int(data["cache_hits"]), bool(data["engine_failed"]),

@@ -18,20 +18,22 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from nfvcat import cache, catalog, discovery, documents, suppress
+from nfvcat import catalog
 from nfvcat.catalog import flavors as catalog_flavors
 from nfvcat.catalog import site as site_profile
-from nfvcat.documents import Document
-from nfvcat.engines.jobs import EngineJob, JobContext, plan
-from nfvcat.errors import UserError
-from nfvcat.findings import Finding, RawFinding
-from nfvcat.project import Project
-from nfvcat.rules import all_rules
-from nfvcat.rules.base import Context, Rule
-from nfvcat.rules.parsing.e0007_unknown_kind import UnknownKind
-from nfvcat.rules.parsing.e0009_engine_failure import EngineFailure
+from nfvcat.core import documents
+from nfvcat.core.documents import Document
+from nfvcat.core.errors import UserError
+from nfvcat.core.findings import Finding, RawFinding
+from nfvcat.validation import cache, discovery, suppress
+from nfvcat.validation.engines.jobs import EngineJob, JobContext, plan
 from nfvcat.validation.executor import EngineUnavailable, Executor, OneShotExecutor, unavailable
 from nfvcat.validation.model import Options, Report
+from nfvcat.validation.project import Project
+from nfvcat.validation.rules import all_rules
+from nfvcat.validation.rules.base import Context, Rule
+from nfvcat.validation.rules.parsing.e0007_unknown_kind import UnknownKind
+from nfvcat.validation.rules.parsing.e0009_engine_failure import EngineFailure
 
 # Engines that take a document's unsaved content: Heat and tosca-parser read every file through the job's
 # overlay (nested templates, get_file and imports of the buffer too); Nova's jobs carry their data. A
@@ -220,7 +222,7 @@ class Validation:
         passes it: a chain's networks and flavor reach the VNF template's ports and server."""
         if len(via) >= 5:
             return
-        from nfvcat import hot
+        from nfvcat.core import hot
 
         for name, path, properties in hot.nested_templates(parent.data, os.path.dirname(parent.abspath)):
             child = self.doc(path)

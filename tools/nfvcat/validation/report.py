@@ -7,11 +7,11 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from nfvcat import __version__
-from nfvcat.findings import Finding
+from nfvcat.core.findings import Finding
 
 if TYPE_CHECKING:
-    from nfvcat.findings import Suppressed
-    from nfvcat.rules.base import Rule
+    from nfvcat.core.findings import Suppressed
+    from nfvcat.validation.rules.base import Rule
 
 SARIF_LEVEL = {"error": "error", "warning": "warning", "informational": "note"}
 

@@ -112,7 +112,7 @@ def code_fingerprint() -> str:
     for entry in _site_dirs():
         with contextlib.suppress(OSError):
             h.update("\n".join(sorted(n for n in os.listdir(entry) if n.endswith(".dist-info"))).encode())
-    from nfvcat.engines import cloudinit
+    from nfvcat.validation.engines import cloudinit
 
     h.update(f"cloud-init:{cloudinit.version()}\n".encode())
     return h.hexdigest()[:32]
@@ -120,7 +120,7 @@ def code_fingerprint() -> str:
 
 def _watched() -> list[str]:
     """The directories ``code_fingerprint`` reads."""
-    from nfvcat.engines import cloudinit
+    from nfvcat.validation.engines import cloudinit
 
     schema = cloudinit.schema_path()
     return [d for d, _ in _package_tree()] + _site_dirs() + ([str(schema.parent)] if schema is not None else [])
@@ -207,8 +207,8 @@ class Server:
                  parse_command_line: Callable[[list[str]], dict[str, Any]] | None = None):
         """``parse_command_line``: the validate command's own parser (its words to its call as plain data,
         SystemExit where it would print usage or help): with it the server runs a command line as it is."""
-        from nfvcat.engines.jobs import ENGINES
         from nfvcat.validation.doccache import DocumentCache
+        from nfvcat.validation.engines.jobs import ENGINES
         from nfvcat.validation.executor import WorkerPool
 
         self.dir = private_dir()
@@ -286,7 +286,7 @@ class Server:
                     return {"restart": "nfvcat's code or an engine changed"}
                 return answer
             except Exception as exc:
-                from nfvcat.errors import UserError
+                from nfvcat.core.errors import UserError
 
                 if isinstance(exc, UserError):
                     return {"user_error": str(exc), "exit_code": exc.exit_code}

@@ -17,7 +17,7 @@ import os
 import sys
 import time
 
-from nfvcat.dirs import cache_base
+from nfvcat.core.dirs import cache_base
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

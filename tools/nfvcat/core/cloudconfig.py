@@ -1,0 +1,100 @@
+"""Where a document carries cloud-config, and how a key path inside it maps to the document's lines.
+
+A cloud-config file is its own document. In a HOT template it is an ``OS::Heat::CloudConfig``'s
+``cloud_config`` mapping (part of the template's YAML), or text: a server's literal ``user_data`` or an
+``OS::Heat::SoftwareConfig``'s ``config`` that starts with ``#cloud-config``, or the ``str_replace``
+template such text is made from (its keys are known, its values are placeholders). Text in a literal block
+(``user_data: |``) maps line for line to the file, so a finding points at the line inside the block.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from nfvcat.core import hot, yamlpos
+from nfvcat.core.documents import Document
+
+# Intrinsic functions inside: the value is only known at deploy time.
+_DEPLOY_TIME = ("get_param", "get_attr", "get_resource", "str_replace", "list_join", "get_file", "if", "yaql",
+                "str_split")
+_LITERAL_BLOCK = re.compile(r":\s*\|[1-9+-]{0,2}\s*(#.*)?$")
+_TEXT_HOLDERS = (("OS::Nova::Server", "user_data"), ("OS::Heat::SoftwareConfig", "config"))
+
+
+@dataclass
+class CloudConfig:
+    data: Any  # the parsed cloud-config (a mapping, or what the user wrote instead)
+    where: tuple[Any, ...]  # key path of the cloud-config in the document
+    label: str = ""  # message prefix for cloud-config carried as text ("user_data: ")
+    positions: yamlpos.Positions | None = None  # of the text, when it is text
+    block: tuple[int, int] | None = None  # file line before the block's first line, and its indent
+    error: str | None = None  # the text is not YAML
+    template: bool = False  # values known only at deploy time (str_replace placeholders, get_param...)
+
+    def locate(self, path: tuple[Any, ...] | list[Any]) -> tuple[tuple[Any, ...], int | None, int | None]:
+        """The document key path for ``path`` inside the cloud-config, and the file line and column when
+        the cloud-config is text in a literal block (None, None otherwise: the runner maps the path)."""
+        if self.positions is None:
+            return self.where + tuple(path), None, None
+        if self.block is None:
+            return self.where, None, None
+        line, column = self.positions.locate(tuple(path))
+        return self.where, self.block[0] + line, self.block[1] + column
+
+
+def _has_functions(value: Any) -> bool:
+    if isinstance(value, dict):
+        if len(value) == 1 and next(iter(value)) in _DEPLOY_TIME:
+            return True
+        return any(_has_functions(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_has_functions(v) for v in value)
+    return False
+
+
+def _block(doc: Document, where: tuple[Any, ...]) -> tuple[int, int] | None:
+    """(line of ``key: |``, indentation of the block's text) for a literal block scalar at ``where``."""
+    line, _ = doc.locate(where)
+    lines = doc.text.splitlines()
+    if where not in doc.positions.marks or line > len(lines) or not _LITERAL_BLOCK.search(lines[line - 1]):
+        return None
+    for text in lines[line:]:
+        if text.strip():
+            return line, len(text) - len(text.lstrip(" "))
+    return None
+
+
+def _from_text(doc: Document, where: tuple[Any, ...], text: str, label: str, template: bool = False) -> CloudConfig:
+    try:
+        data, positions = yamlpos.load(text)
+    except yamlpos.DocumentError as exc:
+        return CloudConfig(None, where, label, error=exc.message, template=template)
+    return CloudConfig(data, where, label, positions, _block(doc, where), template=template)
+
+
+def cloud_configs(doc: Document) -> Iterator[CloudConfig]:
+    """Every cloud-config of a cloud-config file or a HOT template whose content is known offline."""
+    if doc.kind == "cloud-config":
+        yield CloudConfig(doc.data, ())
+        return
+    if doc.kind != "hot":
+        return
+    for name, body in hot.resources(doc.data, "OS::Heat::CloudConfig"):
+        cfg = hot.props(body).get("cloud_config")
+        if isinstance(cfg, dict):  # with intrinsic functions inside, only its keys are known offline
+            yield CloudConfig(cfg, ("resources", name, "properties", "cloud_config"), template=_has_functions(cfg))
+    for rtype, prop in _TEXT_HOLDERS:
+        for name, body in hot.resources(doc.data, rtype):
+            text = hot.props(body).get(prop)
+            where = ("resources", name, "properties", prop)
+            if isinstance(text, str) and text.startswith("#cloud-config"):
+                yield _from_text(doc, where, text, f"{prop}: ")
+            elif isinstance(text, dict) and len(text) == 1 and next(iter(text)) in hot.STR_REPLACE:
+                args = next(iter(text.values()))
+                template = args.get("template") if isinstance(args, dict) else None
+                if isinstance(template, str) and template.startswith("#cloud-config"):
+                    fn = next(iter(text))
+                    yield _from_text(doc, (*where, fn, "template"), template, f"{prop} template: ", True)

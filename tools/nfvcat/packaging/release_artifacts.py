@@ -1,0 +1,74 @@
+"""What a release ships besides its record: every VNF image (built, or taken from the cache when its lock was
+built before) with a CycloneDX SBOM made from its lock, every VNF package (signed when a key is given), and a
+``SHA256SUMS`` over all of them (``sha256sum -c`` reads it)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from nfvcat.catalog import entries
+from nfvcat.packaging.images import build, recipe
+
+Say = Callable[[str], None]
+
+
+def sbom(r: recipe.Recipe, lock: recipe.Lock) -> str:
+    """A CycloneDX 1.6 JSON SBOM of the image: the image as the subject, one component per Debian package of
+    the lock (purl pkg:deb/debian/NAME@VERSION?arch=...&distro=debian-SUITE), the image's sha256."""
+    from cyclonedx.model import HashAlgorithm, HashType
+    from cyclonedx.model.bom import Bom
+    from cyclonedx.model.component import Component, ComponentType
+    from cyclonedx.output.json import JsonV1Dot6
+    from packageurl import PackageURL
+
+    subject = Component(type=ComponentType.OPERATING_SYSTEM, name=f"nfvcat-{r.name}", version=r.version,
+                        bom_ref=f"image:{r.name}@{r.version}",
+                        hashes=[HashType(alg=HashAlgorithm.SHA_256, content=lock.sha256)],
+                        description=f"nfvcat VNF image images/{r.name} (Debian {r.suite}), qcow2")
+    bom = Bom()
+    bom.metadata.component = subject
+    for name, version in sorted(lock.packages.items()):
+        pkg, _, arch = name.partition(":")
+        purl = PackageURL("deb", "debian", pkg, version, qualifiers={"arch": arch or "amd64",
+                                                                     "distro": f"debian-{r.suite}"})
+        comp = Component(type=ComponentType.LIBRARY, name=pkg, version=version, purl=purl,
+                         bom_ref=f"deb:{name}@{version}")
+        bom.components.add(comp)
+        bom.register_dependency(subject, [comp])
+    data: dict[str, Any] = json.loads(JsonV1Dot6(bom).output_as_string())
+    data.pop("serialNumber", None)  # random per run: the SBOM of a lock is the same file every time
+    data.get("metadata", {}).pop("timestamp", None)
+    return json.dumps(data, indent=1, sort_keys=True) + "\n"
+
+
+def sha256sums(out: Path) -> Path:
+    lines = []
+    for path in sorted(p for p in out.rglob("*") if p.is_file() and p.name != "SHA256SUMS"):
+        lines.append(f"{build.sha256_of(path)}  {path.relative_to(out).as_posix()}")
+    dest = out / "SHA256SUMS"
+    dest.write_text("\n".join(lines) + "\n")
+    return dest
+
+
+def build_all(root: Path, out: Path, say: Say, signer: tuple[Any, Any] | None = None) -> list[Path]:
+    """Images, SBOMs and packages of the catalog under ``out``; returns the files written."""
+    from nfvcat.packaging.csar import build as package
+
+    written: list[Path] = []
+    (out / "images").mkdir(parents=True, exist_ok=True)
+    for name in recipe.names(root):
+        r = recipe.load(name, root)
+        built = build.build(r, say, root=root)
+        written.append(build.export(built, out / "images"))
+        doc = out / "images" / f"{r.name}-{r.version}.cdx.json"
+        doc.write_text(sbom(r, built.lock))
+        written.append(doc)
+    pkgs = out / "packages"
+    for entry_dir in entries.entry_dirs(root, "vnfd"):
+        say(f"package {entry_dir.name}")
+        written.append(package(entry_dir, pkgs, signer=signer))
+    written.append(sha256sums(out))
+    return written

@@ -1,0 +1,139 @@
+"""cloud-init engine: cloud-init's own JSON Schema (schema-cloud-config-v1.json, draft-04), checked
+with jsonschema as ``cloud-init schema`` does. Runs in the main process: it is a few milliseconds.
+
+The schema comes from Debian's cloud-init package (it is not on PyPI), pinned by version and sha256 and
+fetched on first use: see nfvcat.validation.cloudinit_schema for where it is looked for.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from nfvcat.core import spelling
+from nfvcat.validation import cloudinit_schema
+
+ENGINE = "cloud-init"
+SCHEMA_NAME = cloudinit_schema.SCHEMA_NAME
+
+
+def schema_path() -> Path | None:
+    """The schema if it is here without a download, else None."""
+    try:
+        found = cloudinit_schema.find()
+    except cloudinit_schema.SchemaUnavailable:
+        return None
+    return found.path if found else None
+
+
+def version() -> str:
+    path = schema_path()
+    if path is None:
+        return "missing"
+    stamp = path.with_name("VERSION")
+    return stamp.read_text().strip() if stamp.exists() else path.stat().st_mtime_ns.__str__()
+
+
+@cache
+def _validator() -> Any:
+    import jsonschema
+
+    path = cloudinit_schema.locate().path  # SchemaUnavailable: one line, E0009 from the rule runner
+    schema = json.loads(path.read_text())
+    cls = jsonschema.validators.validator_for(schema)
+    return cls(schema, format_checker=cls.FORMAT_CHECKER)
+
+
+def _specific(err: Any) -> Any:
+    """For a oneOf/anyOf error, the branch error about the instance's own shape (not "is not of type"):
+    for a user given as a mapping, the mapping branch's complaint."""
+    while err.context:
+        branches = [c for c in err.context if c.validator != "type"]
+        if not branches:
+            break
+        err = max(branches, key=lambda c: len(c.absolute_path))  # the first of the deepest
+    return err
+
+
+def _unexpected(err: Any) -> list[str]:
+    """The keys an additionalProperties error is about, in the instance's order."""
+    if err.validator != "additionalProperties" or not isinstance(err.instance, dict):
+        return []
+    known = err.schema.get("properties", {}) if isinstance(err.schema, dict) else {}
+    patterns = err.schema.get("patternProperties", {}) if isinstance(err.schema, dict) else {}
+    return [k for k in err.instance if k not in known and not any(re.search(p, str(k)) for p in patterns)]
+
+
+def check(data: Any) -> list[tuple[list[Any], str]]:
+    """(key path, cloud-init's message) for every schema error in a cloud-config mapping. The path is
+    the offending key: an unexpected key itself, inside the branch of a oneOf that fits the value."""
+    if data is None:
+        data = {}
+    errors = sorted(_validator().iter_errors(data), key=lambda e: list(map(str, e.absolute_path)))
+    out: list[tuple[list[Any], str]] = []
+    for err in errors:
+        where = ".".join(str(p) for p in err.absolute_path) or "<top>"
+        message = f"{where}: {err.message}"
+        inner = _specific(err)
+        if inner is not err:
+            message += f" ({inner.message})"
+        path = list(inner.absolute_path)
+        extra = _unexpected(inner)
+        if extra:
+            path.append(extra[0])
+            known = inner.schema.get("properties", {})
+            hints = [f"'{k}': did you mean '{m}'?" for k in extra if (m := spelling.closest(str(k), known))]
+            if hints:
+                message += f"; {'; '.join(hints)}"
+        out.append((path, message))
+    return out
+
+
+# Top-level keys cloud-init reads that its schema does not describe: merging, the datasource and system
+# configuration (cloud.cfg), and the legacy apt keys cc_apt_configure still converts.
+NOT_IN_SCHEMA = frozenset({
+    "merge_how", "merge_type", "datasource", "datasource_list", "system_info", "output", "log_cfgs",
+    "network", "manual_cache_clean", "apt_sources", "apt_mirror", "apt_mirror_search",
+    "apt_mirror_search_dns", "apt_proxy", "apt_http_proxy", "apt_ftp_proxy", "apt_https_proxy",
+    "apt_preserve_sources_list", "apt_custom_sources_list", "add_apt_repo_match", "debconf_selections",
+    "launch-index",
+})
+
+
+@cache
+def known_keys() -> frozenset[str]:
+    """The top-level keys of cloud-init's schema: the properties of every module's definition."""
+    path = cloudinit_schema.locate().path
+    schema = json.loads(path.read_text())
+    defs = schema.get("$defs") or schema.get("definitions") or {}
+
+    def keys(node: Any, depth: int = 0) -> set[str]:
+        if not isinstance(node, dict) or depth > 5:
+            return set()
+        found = set(node.get("properties", {}))
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/"):
+            found |= keys(defs.get(ref.rsplit("/", 1)[-1]), depth + 1)
+        for combo in ("allOf", "anyOf", "oneOf"):
+            for sub in node.get(combo, []):
+                found |= keys(sub, depth + 1)
+        return found
+
+    return frozenset(keys(schema)) | NOT_IN_SCHEMA
+
+
+def unknown_keys(data: Any) -> list[tuple[str, str]]:
+    """(key, the known key it most likely misspells) for top-level keys cloud-init ignores silently."""
+    if not isinstance(data, dict):
+        return []
+    known = known_keys()
+    out = []
+    for key in data:
+        if isinstance(key, str) and key not in known:
+            match = spelling.closest(key, known)
+            if match:
+                out.append((key, match))
+    return out

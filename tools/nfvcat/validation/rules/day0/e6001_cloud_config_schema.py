@@ -1,0 +1,38 @@
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from nfvcat.core import cloudconfig
+from nfvcat.core.documents import Document
+from nfvcat.core.findings import RawFinding
+from nfvcat.validation.engines import cloudinit
+from nfvcat.validation.rules.base import Context, Rule
+
+
+class CloudConfigSchema(Rule):
+    id = "E6001"
+    shortdesc = "cloud-config rejected by cloud-init's schema"
+    description = ("Day-0 user data in cloud-config form is checked against cloud-init's own JSON Schema "
+                   "(schema-cloud-config-v1.json, as `cloud-init schema` does): cloud-config files, "
+                   "OS::Heat::CloudConfig `cloud_config`, and literal `#cloud-config` text in a server's "
+                   "user_data or an OS::Heat::SoftwareConfig's config (the finding points at the line inside "
+                   "the block). cloud-init skips a module whose config is invalid, so the VNF boots "
+                   "unconfigured.")
+    source_url = "https://cloudinit.readthedocs.io/en/latest/reference/modules.html"
+    engine = "cloud-init"
+    kinds = ("cloud-config", "hot")
+
+    def check(self, doc: Document, ctx: Context) -> Iterator[RawFinding]:
+        for cc in cloudconfig.cloud_configs(doc):
+            if cc.template:
+                continue  # values are placeholders str_replace fills at deploy time
+            if cc.error is not None:
+                yield self.finding(cc.where, f"{cc.label}not valid YAML: {cc.error}")
+            elif cc.data is not None and not isinstance(cc.data, dict):
+                yield self.finding(cc.where, f"{cc.label}cloud-config must be a mapping, not "
+                                             f"{type(cc.data).__name__}")
+            else:
+                for path, message in cloudinit.check(cc.data):
+                    where, line, column = cc.locate(path)
+                    yield RawFinding(self.id, where, f"{cc.label}{message}", self.engine, line=line,
+                                     column=column)
