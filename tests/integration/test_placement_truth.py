@@ -160,7 +160,8 @@ def check(stack: str, *extra: str) -> dict[str, Any]:
 
 def check_in_process(conn: Any, stack: str, inventory: str | None = None) -> dict[str, Any]:
     """The same check through the library (what the command runs; saves a process start per injection)."""
-    from nfvcat.cloud.placement_check import check_stack, passed
+    from nfvcat.cloud.check import check_stack
+    from nfvcat.cloud.verdicts import passed
     from nfvcat.lab.devcloud.hostaccess import load_inventory, open_access
 
     verdicts = check_stack(conn, stack, load_inventory(inventory), open_access("devcloud"))

@@ -15,7 +15,8 @@ import requests_mock
 import yaml
 
 from nfvcat.catalog import inventory
-from nfvcat.cloud import placement_check as pc
+from nfvcat.cloud import check as chk
+from nfvcat.cloud import verdicts as vd
 from nfvcat.cloud.hostaccess import HostFacts, LibvirtXml
 from tests.unit.cloudfake import connection
 
@@ -165,13 +166,13 @@ def verdicts(m: requests_mock.Mocker, servers: list[dict[str, Any]], admin: bool
              access: Any = None) -> dict[tuple[str, str], set[str]]:
     Cloud(m, servers, admin)
     out: dict[tuple[str, str], set[str]] = {}
-    for v in pc.check_stack(connection(), "chain", INV, access):
+    for v in chk.check_stack(connection(), "chain", INV, access):
         out.setdefault((v.check, v.status), set()).add(v.subject)
     return out
 
 
 def failed(found: dict[tuple[str, str], set[str]]) -> set[str]:
-    return {check for check, status in found if status != pc.PASS}
+    return {check for check, status in found if status != vd.PASS}
 
 
 def pinned(sid: str = "a", pins: dict[int, int] | None = None, host: str = SMT, host_node: int = 0,
@@ -182,8 +183,8 @@ def pinned(sid: str = "a", pins: dict[int, int] | None = None, host: str = SMT, 
 def test_correct_pinned_servers_pass(mock: requests_mock.Mocker) -> None:
     found = verdicts(mock, [pinned("a"), pinned("b", {0: 6, 1: 7, 2: 18, 3: 19})])
     assert failed(found) == set(), found
-    assert found[("pCPUs not shared with other instances", pc.PASS)] == {"a", "b"}
-    assert found[("pCPUs distinct", pc.PASS)] == {"a", "b"}
+    assert found[("pCPUs not shared with other instances", vd.PASS)] == {"a", "b"}
+    assert found[("pCPUs distinct", vd.PASS)] == {"a", "b"}
 
 
 def test_two_vcpus_on_one_pcpu_fails(mock: requests_mock.Mocker) -> None:
@@ -193,7 +194,7 @@ def test_two_vcpus_on_one_pcpu_fails(mock: requests_mock.Mocker) -> None:
 def test_two_instances_on_the_same_pcpus_fail(mock: requests_mock.Mocker) -> None:
     found = verdicts(mock, [pinned("a"), pinned("b", {0: 4, 1: 5, 2: 6, 3: 7})])
     assert failed(found) == {"pCPUs not shared with other instances"}
-    assert found[("pCPUs not shared with other instances", pc.FAIL)] == {"a", "b"}
+    assert found[("pCPUs not shared with other instances", vd.FAIL)] == {"a", "b"}
 
 
 def test_instances_on_other_hosts_do_not_clash(mock: requests_mock.Mocker) -> None:
@@ -236,8 +237,8 @@ def test_hidden_admin_fields_need_admin_never_pass(mock: requests_mock.Mocker) -
     srv["ports"] = [vf_port("a-left", "0000:3b:02.0")]
     found = verdicts(mock, [srv], admin=False)
     statuses = {status for _, status in found}
-    assert pc.ADMIN in statuses and pc.FAIL not in statuses
-    assert ("host NUMA node / pinning", pc.ADMIN) in found and ("port binding", pc.ADMIN) in found
+    assert vd.ADMIN in statuses and vd.FAIL not in statuses
+    assert ("host NUMA node / pinning", vd.ADMIN) in found and ("port binding", vd.ADMIN) in found
 
 
 QAT = {**DEDICATED, "pci_passthrough:alias": "qat-vf:1", "hw:pci_numa_affinity_policy": "required"}
@@ -254,7 +255,7 @@ def qat_server(rp: str, host_node: int = 0) -> dict[str, Any]:
 def test_qat_vf_through_placement(mock: requests_mock.Mocker) -> None:
     found = verdicts(mock, [qat_server("rp-qat0")])
     assert failed(found) == set(), found
-    assert ("PCI NUMA affinity", pc.PASS) in found and ("PCI devices (Placement)", pc.PASS) in found
+    assert ("PCI NUMA affinity", vd.PASS) in found and ("PCI devices (Placement)", vd.PASS) in found
     mock.reset()  # the VF on node 1, the guest on node 0
     assert failed(verdicts(mock, [qat_server("rp-qat1")])) == {"PCI NUMA affinity"}
 
@@ -262,12 +263,12 @@ def test_qat_vf_through_placement(mock: requests_mock.Mocker) -> None:
 def test_qat_without_placement_tracking_is_unknown_not_pass(mock: requests_mock.Mocker) -> None:
     srv = qat_server("rp-qat0")
     srv["allocations"] = {"rp-smt": {"resources": {"PCPU": 4}}}
-    assert ("PCI devices (Placement)", pc.UNKNOWN) in verdicts(mock, [srv])
+    assert ("PCI devices (Placement)", vd.UNKNOWN) in verdicts(mock, [srv])
 
 
 def test_qat_allocations_hidden_need_admin(mock: requests_mock.Mocker) -> None:
     found = verdicts(mock, [qat_server("rp-qat0")], admin=False)
-    assert ("PCI devices (Placement)", pc.ADMIN) in found
+    assert ("PCI devices (Placement)", vd.ADMIN) in found
 
 
 def test_sriov_vf_against_novas_allocation(mock: requests_mock.Mocker) -> None:
@@ -275,7 +276,7 @@ def test_sriov_vf_against_novas_allocation(mock: requests_mock.Mocker) -> None:
     srv["ports"] = [vf_port("a-left", "0000:3b:02.1")]
     found = verdicts(mock, [srv])
     assert failed(found) == {"VF = Nova's allocation"}
-    assert ("VF = Nova's allocation", pc.HOST_ACCESS) in found
+    assert ("VF = Nova's allocation", vd.HOST_ACCESS) in found
     mock.reset()
     ok = Facts({"a": HostFacts(pinning={0: 2, 1: 3, 2: 4, 3: 5}, pci=["0000:3b:02.1"])})
     assert failed(verdicts(mock, [srv], access=ok)) == set()
@@ -298,7 +299,7 @@ RT = {**DEDICATED, "hw:cpu_thread_policy": "isolate", "hw:emulator_threads_polic
 def test_emulator_threads_need_host_access_then_are_checked(mock: requests_mock.Mocker) -> None:
     srv = pinned("r", host=NOSMT, specs=RT)
     found = verdicts(mock, [srv])
-    assert failed(found) == {"emulator threads"} and ("emulator threads", pc.HOST_ACCESS) in found
+    assert failed(found) == {"emulator threads"} and ("emulator threads", vd.HOST_ACCESS) in found
     cases = {6: set(), 2: {"emulator threads"}, 0: {"emulator threads"}}  # free pCPU, a vCPU's, a shared one
     for emu, expected in cases.items():
         mock.reset()
@@ -339,8 +340,8 @@ def test_libvirt_domain_xml_host_access(tmp_path: Path) -> None:
 
 
 def test_report_is_ok_only_when_every_verdict_passes() -> None:
-    v = [pc.Verdict("x", "y", "c", pc.PASS, ""), pc.Verdict("x", "y", "d", pc.HOST_ACCESS, "")]
-    assert pc.passed(v) is False and json.loads(pc.report(v, "s", "json"))["ok"] is False
-    assert pc.passed(v[:1]) is True
-    assert pc.passed([]) is False
-    assert "1 of 2 not passed" in pc.report(v, "s", "text")
+    v = [vd.Verdict("x", "y", "c", vd.PASS, ""), vd.Verdict("x", "y", "d", vd.HOST_ACCESS, "")]
+    assert vd.passed(v) is False and json.loads(vd.report(v, "s", "json"))["ok"] is False
+    assert vd.passed(v[:1]) is True
+    assert vd.passed([]) is False
+    assert "1 of 2 not passed" in vd.report(v, "s", "text")

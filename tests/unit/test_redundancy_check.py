@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 import requests_mock
 
-from nfvcat.cloud import placement_check as pc
 from nfvcat.cloud import redundancy_check as rc
+from nfvcat.cloud import verdicts as vd
 from tests.unit.cloudfake import connection, sent
 
 VIP_LEFT, VIP_RIGHT = "10.110.0.254", "10.111.0.254"
@@ -80,28 +80,28 @@ def mock(cloud: tuple[requests_mock.Mocker, Any]) -> requests_mock.Mocker:
     return cloud[0]
 
 
-def verdicts(m: requests_mock.Mocker, state: dict[str, Any], group: bool = True) -> list[pc.Verdict]:
+def verdicts(m: requests_mock.Mocker, state: dict[str, Any], group: bool = True) -> list[vd.Verdict]:
     Fake(m, state, group)
     return rc.check(connection(), "pair")
 
 
-def statuses(found: list[pc.Verdict]) -> dict[tuple[str, str], str]:
+def statuses(found: list[vd.Verdict]) -> dict[tuple[str, str], str]:
     return {(v.subject, v.check): v.status for v in found}
 
 
-def not_passed(found: list[pc.Verdict]) -> set[tuple[str, str, str]]:
-    return {(v.subject, v.check, v.status) for v in found if v.status != pc.PASS}
+def not_passed(found: list[vd.Verdict]) -> set[tuple[str, str, str]]:
+    return {(v.subject, v.check, v.status) for v in found if v.status != vd.PASS}
 
 
 def test_pair_on_two_hosts_allowing_the_vips_passes(mock: requests_mock.Mocker) -> None:
     found = verdicts(mock, pair_cloud())
     assert not_passed(found) == set()
     assert statuses(found) == {
-        ("pair", "anti-affinity policy"): pc.PASS,
-        ("pair", "members (>= 2 servers of the stack)"): pc.PASS,
-        ("pair", "members on different hosts"): pc.PASS,
-        ("a-left", f"allows VIP {VIP_LEFT}"): pc.PASS, ("b-left", f"allows VIP {VIP_LEFT}"): pc.PASS,
-        ("a-right", f"allows VIP {VIP_RIGHT}"): pc.PASS, ("b-right", f"allows VIP {VIP_RIGHT}"): pc.PASS,
+        ("pair", "anti-affinity policy"): vd.PASS,
+        ("pair", "members (>= 2 servers of the stack)"): vd.PASS,
+        ("pair", "members on different hosts"): vd.PASS,
+        ("a-left", f"allows VIP {VIP_LEFT}"): vd.PASS, ("b-left", f"allows VIP {VIP_LEFT}"): vd.PASS,
+        ("a-right", f"allows VIP {VIP_RIGHT}"): vd.PASS, ("b-right", f"allows VIP {VIP_RIGHT}"): vd.PASS,
     }
     # the group was read with the microversion that has "policy"
     assert sent(mock, "GET", r"os-server-groups/g1")[0].headers["OpenStack-API-Version"] == "compute 2.64"
@@ -111,8 +111,8 @@ def test_both_servers_on_one_host_fail(mock: requests_mock.Mocker) -> None:
     state = pair_cloud()
     state["servers"]["b"]["OS-EXT-SRV-ATTR:host"] = "devcloud-smt"
     found = verdicts(mock, state)
-    assert not_passed(found) == {("pair", "members on different hosts", pc.FAIL)}
-    assert "router_a, router_b on devcloud-smt" in next(v.detail for v in found if v.status == pc.FAIL)
+    assert not_passed(found) == {("pair", "members on different hosts", vd.FAIL)}
+    assert "router_a, router_b on devcloud-smt" in next(v.detail for v in found if v.status == vd.FAIL)
 
 
 def test_without_admin_the_host_ids_tell_different_hosts(mock: requests_mock.Mocker) -> None:
@@ -127,7 +127,7 @@ def test_without_admin_equal_host_ids_fail(mock: requests_mock.Mocker) -> None:
     for srv in state["servers"].values():
         del srv["OS-EXT-SRV-ATTR:host"]
         srv["hostId"] = "same" * 10
-    assert not_passed(verdicts(mock, state)) == {("pair", "members on different hosts", pc.FAIL)}
+    assert not_passed(verdicts(mock, state)) == {("pair", "members on different hosts", vd.FAIL)}
 
 
 def test_a_server_without_a_host_is_unknown(mock: requests_mock.Mocker) -> None:
@@ -135,13 +135,13 @@ def test_a_server_without_a_host_is_unknown(mock: requests_mock.Mocker) -> None:
     srv = state["servers"]["b"]
     del srv["OS-EXT-SRV-ATTR:host"]
     srv.update(hostId="", status="ERROR")
-    assert not_passed(verdicts(mock, state)) == {("pair", "members on different hosts", pc.UNKNOWN)}
+    assert not_passed(verdicts(mock, state)) == {("pair", "members on different hosts", vd.UNKNOWN)}
 
 
 def test_another_policy_fails(mock: requests_mock.Mocker) -> None:
     state = pair_cloud()
     state["group"]["policy"] = "affinity"
-    assert not_passed(verdicts(mock, state)) == {("pair", "anti-affinity policy", pc.FAIL)}
+    assert not_passed(verdicts(mock, state)) == {("pair", "anti-affinity policy", vd.FAIL)}
 
 
 def test_soft_anti_affinity_is_judged_by_the_hosts(mock: requests_mock.Mocker) -> None:
@@ -165,7 +165,7 @@ def test_strict_anti_affinity_on_one_host_fails(mock: requests_mock.Mocker) -> N
     state = pair_cloud()
     state["servers"]["b"]["OS-EXT-SRV-ATTR:host"] = "devcloud-smt"
     state["servers"]["a"]["OS-EXT-SRV-ATTR:host"] = "devcloud-smt"
-    assert not_passed(verdicts(mock, state)) == {("pair", "members on different hosts", pc.FAIL)}
+    assert not_passed(verdicts(mock, state)) == {("pair", "members on different hosts", vd.FAIL)}
 
 
 def test_nested_servers_are_named_by_their_parent_resource(mock: requests_mock.Mocker) -> None:
@@ -187,8 +187,8 @@ def test_a_server_outside_the_group_fails(mock: requests_mock.Mocker) -> None:
     state = pair_cloud()
     state["group"]["members"] = ["a"]
     found = verdicts(mock, state)
-    assert not_passed(found) == {("pair", "members (>= 2 servers of the stack)", pc.FAIL)}
-    assert "not in the group: router_b" in next(v.detail for v in found if v.status == pc.FAIL)
+    assert not_passed(found) == {("pair", "members (>= 2 servers of the stack)", vd.FAIL)}
+    assert "not in the group: router_b" in next(v.detail for v in found if v.status == vd.FAIL)
 
 
 @pytest.mark.parametrize("port", ["a-left", "b-right"])
@@ -196,19 +196,19 @@ def test_a_port_not_allowing_its_vip_fails(mock: requests_mock.Mocker, port: str
     state = pair_cloud()
     state["ports"][port]["allowed_address_pairs"] = [{"ip_address": "10.99.0.0/24"}]
     vip = VIP_LEFT if port.endswith("left") else VIP_RIGHT
-    assert not_passed(verdicts(mock, state)) == {(port, f"allows VIP {vip}", pc.FAIL)}
+    assert not_passed(verdicts(mock, state)) == {(port, f"allows VIP {vip}", vd.FAIL)}
 
 
 def test_a_server_without_a_port_on_the_vip_network_fails(mock: requests_mock.Mocker) -> None:
     state = pair_cloud()
     del state["ports"]["b-right"]
-    assert not_passed(verdicts(mock, state)) == {("router_b", f"allows VIP {VIP_RIGHT}", pc.FAIL)}
+    assert not_passed(verdicts(mock, state)) == {("router_b", f"allows VIP {VIP_RIGHT}", vd.FAIL)}
 
 
 def test_a_vip_port_without_address_fails(mock: requests_mock.Mocker) -> None:
     state = pair_cloud()
     state["ports"]["vip-left"]["fixed_ips"] = []
-    assert not_passed(verdicts(mock, state)) == {("vip-left", "VIP address reserved", pc.FAIL)}
+    assert not_passed(verdicts(mock, state)) == {("vip-left", "VIP address reserved", vd.FAIL)}
 
 
 def test_a_stack_without_server_group_has_no_redundancy_verdicts(mock: requests_mock.Mocker) -> None:

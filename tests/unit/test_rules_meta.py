@@ -6,11 +6,13 @@ import ast
 import re
 
 from nfvcat.commands.rules import markdown
+from nfvcat.validation.rules import DECLARING as DECLARING_MODULES
 from nfvcat.validation.rules import all_rules
 from tests.conftest import ROOT
 from tests.unit.test_rule_fixtures import FIXTURES, TESTED_ELSEWHERE
 
 RULE_ID = re.compile(r"[EWI]\d{4}")
+DECLARING = {m.__name__ for m in DECLARING_MODULES}
 RANGES = {"0": "parsing", "1": "hot", "2": "flavors", "3": "networks", "4": "tosca", "5": "chains", "6": "day0"}
 
 
@@ -20,6 +22,8 @@ def test_ids_are_unique_well_formed_and_in_their_domain() -> None:
     assert len(ids) == len(set(ids))
     for r in rules:
         assert re.fullmatch(r"[EWI]\d{4}", r.id), r.id
+        if type(r).__module__ in DECLARING:  # declared with the code that emits it: no file of its own
+            continue
         domain = type(r).__module__.split(".")[3]
         assert domain == RANGES[r.id[1]], f"{r.id} lives in rules/{domain}, its range is {RANGES[r.id[1]]}"
         assert type(r).__module__.split(".")[-1].startswith(r.id.lower()), f"{r.id}: one file per rule, named after it"
@@ -55,6 +59,8 @@ def _id_literals() -> list[tuple[str, int, str, bool]]:
         declarations = {id(node.value) for cls in ast.walk(tree) if isinstance(cls, ast.ClassDef)
                         for node in cls.body if isinstance(node, ast.Assign)
                         and [getattr(t, "id", None) for t in node.targets] == ["id"]}
+        declarations |= {id(call.args[0]) for call in ast.walk(tree) if isinstance(call, ast.Call)
+                         and getattr(call.func, "id", None) == "Declared" and call.args}
         for node in ast.walk(tree):
             if isinstance(node, ast.Constant) and isinstance(node.value, str) and RULE_ID.fullmatch(node.value):
                 found.append((str(py.relative_to(ROOT)), node.lineno, node.value, id(node) in declarations))
@@ -71,4 +77,4 @@ def test_every_rule_id_the_code_names_is_a_declared_rule() -> None:
 
 def test_engines_and_the_runner_emit_through_the_rule_classes() -> None:
     loose = [(f, line, i) for f, line, i, own in _id_literals() if not own]
-    assert not loose, f"use the rule class's id (e.g. EngineFailure.id), not a string literal: {loose}"
+    assert not loose, f"use the rule class's id (e.g. ENGINE_FAILURE.id), not a string literal: {loose}"

@@ -16,7 +16,7 @@ import yaml
 
 from nfvcat.cloud import sfc_check
 from nfvcat.cloud.hostaccess import LibvirtXml, SwitchAccess
-from nfvcat.cloud.placement_check import ADMIN, FAIL, HOST_ACCESS, PASS, UNKNOWN, Verdict
+from nfvcat.cloud.verdicts import ADMIN, FAIL, HOST_ACCESS, PASS, UNKNOWN, Verdict
 from tests.unit.cloudfake import HEAT, NEUTRON, SfcApi, _discovery, connection
 
 ROOT = Path(__file__).resolve().parents[2]

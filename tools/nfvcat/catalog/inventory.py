@@ -144,7 +144,7 @@ def page_size_kb(value: Any) -> int:
     return int(m.group(1)) * _UNITS[m.group(2).lower()]
 
 
-def _schema() -> dict[str, Any]:
+def schema() -> dict[str, Any]:
     text = resources.files("nfvcat").joinpath("data/schemas/inventory.schema.json").read_text()
     return dict(json.loads(text))
 
@@ -168,7 +168,7 @@ def load(path: str | None) -> Inventory:
 def from_data(data: Any, path: str = "<inventory>") -> Inventory:
     if not isinstance(data, dict):
         raise UserError(f"{path}: not an inventory (expected a mapping with kind: nfvcat/inventory)")
-    errors = sorted(jsonschema.Draft202012Validator(_schema()).iter_errors(data),
+    errors = sorted(jsonschema.Draft202012Validator(schema()).iter_errors(data),
                     key=lambda e: (len(list(e.absolute_path)), list(map(str, e.absolute_path))))
     if errors:
         deepest = max(errors, key=lambda e: len(list(e.absolute_path)))

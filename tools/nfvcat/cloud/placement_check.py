@@ -18,8 +18,6 @@ are hidden give "needs admin". Nothing it cannot see passes.
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass
 from typing import Any
 
 from nfvcat import catalog
@@ -28,45 +26,11 @@ from nfvcat.catalog import site as site_profile
 from nfvcat.catalog import units
 from nfvcat.cloud.connect import call
 from nfvcat.cloud.hostaccess import HostAccess, HostFacts
+from nfvcat.cloud.verdicts import ADMIN, FAIL, HOST_ACCESS, PASS, UNKNOWN, Verdict
 
 TOPOLOGY_MICROVERSION = "2.78"
-PASS, FAIL, ADMIN, UNKNOWN, HOST_ACCESS = "pass", "FAIL", "needs admin", "unknown", "needs host access"
 VIF_BY_VNIC = {"direct": {"hw_veb"}, "direct-physical": {"hostdev_physical"}, "macvtap": {"hw_veb"}}
 VIF_BY_PHYSNET_KIND = {"ovs-dpdk": {"vhostuser"}, "ovs": {"ovs", "vhostuser"}}
-
-
-@dataclass
-class Verdict:
-    vnf: str
-    subject: str
-    check: str
-    status: str
-    detail: str
-
-    def as_dict(self) -> dict[str, str]:
-        return {"vnf": self.vnf, "subject": self.subject, "check": self.check, "status": self.status,
-                "detail": self.detail}
-
-
-def stack_resources(conn: Any, stack_name: str) -> list[dict[str, Any]]:
-    """Every resource of the stack and its nested stacks (Heat's list, nested_depth 5)."""
-    body = call(conn.orchestration, "GET", f"/stacks/{stack_name}/resources?nested_depth=5",
-                f"stack {stack_name} resources", ok=(200, 404))
-    if body is None:
-        from nfvcat.core.errors import UserError
-
-        raise UserError(f"no stack {stack_name}", 1)
-    return list(body.get("resources", []))
-
-
-def servers_of(conn: Any, stack_name: str) -> list[tuple[str, str]]:
-    """(VNF name, server id) for every OS::Nova::Server of the stack and its nested stacks."""
-    out = []
-    for r in stack_resources(conn, stack_name):
-        if r.get("resource_type") == "OS::Nova::Server" and r.get("physical_resource_id"):
-            parent = r.get("parent_resource") or r["resource_name"]
-            out.append((str(parent), str(r["physical_resource_id"])))
-    return sorted(out)
 
 
 class Checker:
@@ -448,33 +412,3 @@ def dedicated_vcpus(specs: dict[str, str], vcpus: list[int]) -> set[int]:
     return parse_cpu_spec(mask) & set(vcpus)
 
 
-def check_stack(conn: Any, stack_name: str, inv: inventory_mod.Inventory | None,
-                access: HostAccess | None = None) -> list[Verdict]:
-    from nfvcat.cloud import redundancy_check, sfc_check
-
-    checker = Checker(conn, inv, access)
-    for vnf, sid in servers_of(conn, stack_name):
-        checker.server(vnf, sid)
-    return checker.verdicts + sfc_check.check(conn, stack_name, access) + redundancy_check.check(conn, stack_name)
-
-
-def text_table(verdicts: list[Verdict]) -> str:
-    rows = [("VNF", "SUBJECT", "CHECK", "VERDICT", "DETAIL")] + [
-        (v.vnf, v.subject, v.check, v.status, v.detail) for v in verdicts]
-    widths = [max(len(r[i]) for r in rows) for i in range(4)]
-    return "\n".join("  ".join(c.ljust(widths[i]) if i < 4 else c for i, c in enumerate(r)).rstrip() for r in rows)
-
-
-def passed(verdicts: list[Verdict]) -> bool:
-    return bool(verdicts) and all(v.status == PASS for v in verdicts)
-
-
-def report(verdicts: list[Verdict], stack: str, fmt: str) -> str:
-    """The check report as ``nfvcat check`` and ``nfvcat instantiate`` print it (``fmt`` text or json)."""
-    if fmt == "json":
-        return json.dumps({"stack": stack, "ok": passed(verdicts), "verdicts": [v.as_dict() for v in verdicts]},
-                          indent=2)
-    bad = sum(v.status != PASS for v in verdicts)
-    summary = (f"{stack}: all {len(verdicts)} checks pass" if passed(verdicts)
-               else f"{stack}: {bad} of {len(verdicts)} not passed")
-    return f"{text_table(verdicts)}\n{summary}"

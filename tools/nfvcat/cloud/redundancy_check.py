@@ -15,7 +15,7 @@ import ipaddress
 from typing import Any
 
 from nfvcat.cloud.connect import call
-from nfvcat.cloud.placement_check import FAIL, PASS, UNKNOWN, Verdict
+from nfvcat.cloud.verdicts import FAIL, PASS, UNKNOWN, Verdict
 
 ANTI_AFFINITY = {"anti-affinity": "anti-affinity", "soft-anti-affinity": "soft-anti-affinity (best effort)"}
 GROUP_MICROVERSION = "2.64"  # server groups with "policy" (one string) instead of "policies"

@@ -28,7 +28,8 @@ from typing import Any
 
 from nfvcat.cloud.connect import call
 from nfvcat.cloud.hostaccess import HostAccess, SwitchAccess
-from nfvcat.cloud.placement_check import ADMIN, FAIL, HOST_ACCESS, PASS, UNKNOWN, Verdict, stack_resources
+from nfvcat.cloud.stacks import stack_resources
+from nfvcat.cloud.verdicts import ADMIN, FAIL, HOST_ACCESS, PASS, UNKNOWN, Verdict
 
 SFC_TYPES = {
     "OS::Neutron::PortPair": "port_pairs",

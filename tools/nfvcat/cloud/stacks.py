@@ -251,3 +251,22 @@ def delete_and_verify(conn: Any, stacks: Stacks, name: str, timeout: float) -> l
         if body is not None:
             left.append(f"{rtype} {rid}")
     return left
+
+
+def stack_resources(conn: Any, stack_name: str) -> list[dict[str, Any]]:
+    """Every resource of the stack and its nested stacks (Heat's list, nested_depth 5)."""
+    body = call(conn.orchestration, "GET", f"/stacks/{stack_name}/resources?nested_depth=5",
+                f"stack {stack_name} resources", ok=(200, 404))
+    if body is None:
+        raise UserError(f"no stack {stack_name}", 1)
+    return list(body.get("resources", []))
+
+
+def servers_of(conn: Any, stack_name: str) -> list[tuple[str, str]]:
+    """(VNF name, server id) for every OS::Nova::Server of the stack and its nested stacks."""
+    out = []
+    for r in stack_resources(conn, stack_name):
+        if r.get("resource_type") == "OS::Nova::Server" and r.get("physical_resource_id"):
+            parent = r.get("parent_resource") or r["resource_name"]
+            out.append((str(parent), str(r["physical_resource_id"])))
+    return sorted(out)

@@ -186,29 +186,30 @@ def report(vnf: dict[str, Any], verdicts: list[Any] | None, fmt: str) -> str:
     (``verdicts`` None: not checked)."""
     import json
 
-    from nfvcat.cloud import placement_check
+    from nfvcat.cloud.verdicts import report as check_report
 
     if fmt == "json":
-        checked = {} if verdicts is None else json.loads(placement_check.report(verdicts, vnf["stack"], "json"))
+        checked = {} if verdicts is None else json.loads(check_report(verdicts, vnf["stack"], "json"))
         return json.dumps({"vnf": vnf, **checked}, indent=2)
     lines = [f"{vnf['name']}: {vnf['state']} (VNF instance {vnf['vnf_instance']}, stack {vnf['stack']})"]
     lines += [f"  VNFC {v['vnfcInstanceId']} ({v['vduId']}): server {v['server']}" for v in vnf["vnfcs"]]
     lines += [f"  external CP {c['cpdId']}: port {c['port']}" for c in vnf["ext_cps"]]
     if verdicts is not None:
-        lines.append(placement_check.report(verdicts, vnf["stack"], "text"))
+        lines.append(check_report(verdicts, vnf["stack"], "text"))
     return "\n".join(lines)
 
 
 def check_and_report(conn: Any, vnf: dict[str, Any], inv: Any, access: Any, fmt: str,
                      check: bool = True) -> tuple[str, bool]:
     """``check`` on the stack Tacker made (unless not ``check``): the report to print and whether it passed."""
-    from nfvcat.cloud import placement_check
+    from nfvcat.cloud.check import check_stack
+    from nfvcat.cloud.verdicts import passed
 
     if not check:
         return report(vnf, None, fmt), True
     with cloud_errors(f"check {vnf['stack']}"):
-        verdicts = placement_check.check_stack(conn, vnf["stack"], inv, access)
-    return report(vnf, verdicts, fmt), placement_check.passed(verdicts)
+        verdicts = check_stack(conn, vnf["stack"], inv, access)
+    return report(vnf, verdicts, fmt), passed(verdicts)
 
 
 # ---- what the entry says: vnfdId, external CPs and the networks they connect to by default -------------------

@@ -19,8 +19,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from nfvcat.cloud.check import check_stack
     from nfvcat.cloud.connect import cloud_errors, connect
-    from nfvcat.cloud.placement_check import check_stack, passed, report
+    from nfvcat.cloud.verdicts import passed, report
 
     inv, access = options.open_checked(args)
     conn = connect(args.os_cloud)

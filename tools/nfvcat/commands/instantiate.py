@@ -46,9 +46,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from nfvcat import catalog
     from nfvcat.catalog import entries
+    from nfvcat.cloud.check import check_stack
     from nfvcat.cloud.connect import cloud_errors, connect
-    from nfvcat.cloud.placement_check import check_stack, passed, report
     from nfvcat.cloud.stacks import Stacks, bundle, converge, stack_parameters
+    from nfvcat.cloud.verdicts import passed, report
 
     if args.via == "tacker":
         return _via_tacker(args)

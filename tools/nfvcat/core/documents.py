@@ -12,10 +12,7 @@ from typing import Any
 
 from nfvcat.core import yamlpos
 from nfvcat.core.findings import RawFinding
-from nfvcat.validation.rules.parsing.e0002_unreadable import Unreadable
-from nfvcat.validation.rules.parsing.e0004_too_large import TooLarge
-from nfvcat.validation.rules.parsing.e0005_not_text import NotText
-from nfvcat.validation.rules.parsing.e0006_duplicate_key import DuplicateKey
+from nfvcat.core.problems import DUPLICATE_KEY, NOT_TEXT, TOO_LARGE, UNREADABLE
 
 KINDS = ("hot", "cfn", "environment", "tosca", "vnfd", "csar", "cloud-config", "flavor", "entry",
          "site-profile", "inventory", "placement-request", "test-description", "unknown")
@@ -96,16 +93,16 @@ def read(path: str) -> Document:
 
     try:
         if os.path.isdir(path):
-            return _problem(doc, Unreadable.id, "is a directory with no catalog files")
+            return _problem(doc, UNREADABLE.id, "is a directory with no catalog files")
         size = os.path.getsize(path)
         if size > yamlpos.MAX_BYTES and not zipfile.is_zipfile(path):
-            return _problem(doc, TooLarge.id, f"file is {size} bytes, larger than the {yamlpos.MAX_BYTES} byte limit")
+            return _problem(doc, TOO_LARGE.id, f"file is {size} bytes, larger than the {yamlpos.MAX_BYTES} byte limit")
         with open(path, "rb") as f:
             doc.raw = f.read(yamlpos.MAX_BYTES + 1) if not zipfile.is_zipfile(path) else b""
     except FileNotFoundError:
-        return _problem(doc, Unreadable.id, "no such file")
+        return _problem(doc, UNREADABLE.id, "no such file")
     except OSError as exc:
-        return _problem(doc, Unreadable.id, f"cannot read: {exc.strerror or exc}")
+        return _problem(doc, UNREADABLE.id, f"cannot read: {exc.strerror or exc}")
     if zipfile.is_zipfile(path):
         doc.kind = "csar"
         return doc
@@ -117,21 +114,21 @@ def from_text(path: str, text: str) -> Document:
     raw = text.encode("utf-8", "surrogatepass")
     doc = Document(path=display_path(path), abspath=os.path.abspath(path), raw=raw[:yamlpos.MAX_BYTES + 1])
     if len(raw) > yamlpos.MAX_BYTES:
-        return _problem(doc, TooLarge.id, f"file is {len(raw)} bytes, larger than the {yamlpos.MAX_BYTES} byte limit")
+        return _problem(doc, TOO_LARGE.id, f"file is {len(raw)} bytes, larger than the {yamlpos.MAX_BYTES} byte limit")
     return _parse(doc, path)
 
 
 def _parse(doc: Document, path: str) -> Document:
     if doc.raw.startswith(b"PK\x03\x04") or path.endswith((".zip", ".csar")):
-        return _problem(doc, NotText.id, "not a readable ZIP archive (a CSAR must be one)")
+        return _problem(doc, NOT_TEXT.id, "not a readable ZIP archive (a CSAR must be one)")
     if not doc.raw.strip():
-        return _problem(doc, NotText.id, "empty file")
+        return _problem(doc, NOT_TEXT.id, "empty file")
     if b"\x00" in doc.raw:
-        return _problem(doc, NotText.id, "binary file (NUL bytes), not a YAML or JSON document")
+        return _problem(doc, NOT_TEXT.id, "binary file (NUL bytes), not a YAML or JSON document")
     try:
         doc.text = doc.raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        return _problem(doc, NotText.id, f"not UTF-8 text (byte {exc.start})")
+        return _problem(doc, NOT_TEXT.id, f"not UTF-8 text (byte {exc.start})")
     try:
         doc.data, doc.positions = yamlpos.load(doc.text)
     except yamlpos.DocumentError as exc:
@@ -140,7 +137,7 @@ def _parse(doc: Document, path: str) -> Document:
         return _problem(doc, exc.rule_id, exc.message, exc.line, exc.column)
     for dup_path, line, col in doc.positions.duplicates:
         doc.problems.append(RawFinding(
-            DuplicateKey.id, dup_path, f"duplicate key '{dup_path[-1]}': YAML keeps only the last one",
+            DUPLICATE_KEY.id, dup_path, f"duplicate key '{dup_path[-1]}': YAML keeps only the last one",
             line=line, column=col))
     doc.kind = detect_kind(doc.data, doc.text, path)
     return doc

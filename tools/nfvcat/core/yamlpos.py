@@ -7,30 +7,17 @@ refuses inputs that would exhaust memory or time: files over a size limit, alias
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any
 
 import yaml
+
+from nfvcat.core.problems import INVALID_YAML, TOO_COMPLEX, TOO_LARGE
 
 MAX_BYTES = 8 * 1024 * 1024
 MAX_EXPANDED_NODES = 500_000
 MAX_DEPTH = 200
 
 Path = tuple[Any, ...]
-
-
-class _Ids(NamedTuple):
-    invalid_yaml: str
-    too_deep: str
-    too_large: str
-
-
-def _ids() -> _Ids:
-    """The ids of the rules this module's errors are (imported late: the rules package reads YAML too)."""
-    from nfvcat.validation.rules.parsing.e0001_invalid_yaml import InvalidYaml
-    from nfvcat.validation.rules.parsing.e0003_too_deep import TooComplex
-    from nfvcat.validation.rules.parsing.e0004_too_large import TooLarge
-
-    return _Ids(InvalidYaml.id, TooComplex.id, TooLarge.id)
 
 
 class DocumentError(Exception):
@@ -97,7 +84,7 @@ def _mark(node: yaml.Node) -> tuple[int, int]:
 
 def _expanded_size(node: yaml.Node, memo: dict[int, int], depth: int = 0) -> int:
     if depth > MAX_DEPTH:
-        raise DocumentError(_ids().too_deep, f"YAML nesting deeper than {MAX_DEPTH} levels", *_mark(node))
+        raise DocumentError(TOO_COMPLEX.id, f"YAML nesting deeper than {MAX_DEPTH} levels", *_mark(node))
     key = id(node)
     if key in memo:
         return memo[key]
@@ -112,7 +99,7 @@ def _expanded_size(node: yaml.Node, memo: dict[int, int], depth: int = 0) -> int
     memo[key] = size
     if size > MAX_EXPANDED_NODES:
         raise DocumentError(
-            _ids().too_deep, f"YAML expands to more than {MAX_EXPANDED_NODES} nodes (alias bomb?)", *_mark(node)
+            TOO_COMPLEX.id, f"YAML expands to more than {MAX_EXPANDED_NODES} nodes (alias bomb?)", *_mark(node)
         )
     return size
 
@@ -145,7 +132,7 @@ def load(text: str) -> tuple[Any, Positions]:
     pure-Python parser, whose messages (and acceptance) are the reference: the outcome is the same either
     way, only faster for the valid documents that are nearly all of them."""
     if len(text.encode("utf-8", "surrogatepass")) > MAX_BYTES:
-        raise DocumentError(_ids().too_large, f"file larger than {MAX_BYTES // (1024 * 1024)} MiB")
+        raise DocumentError(TOO_LARGE.id, f"file larger than {MAX_BYTES // (1024 * 1024)} MiB")
     if _fast_reads(text):
         try:
             return _load(text, _FastLoader)
@@ -257,11 +244,11 @@ def _load(text: str, cls: type[Any]) -> tuple[Any, Positions]:
         mark = exc.problem_mark or exc.context_mark
         line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
         problem = " ".join(str(p) for p in (exc.context, exc.problem) if p)
-        raise DocumentError(_ids().invalid_yaml, f"invalid YAML: {problem}", line, col) from None
+        raise DocumentError(INVALID_YAML.id, f"invalid YAML: {problem}", line, col) from None
     except RecursionError:
-        raise DocumentError(_ids().too_deep, "YAML nesting too deep") from None
+        raise DocumentError(TOO_COMPLEX.id, "YAML nesting too deep") from None
     except (yaml.YAMLError, ValueError, TypeError) as exc:
-        raise DocumentError(_ids().invalid_yaml, f"invalid YAML: {exc}".splitlines()[0]) from None
+        raise DocumentError(INVALID_YAML.id, f"invalid YAML: {exc}".splitlines()[0]) from None
     return data, pos
 
 

@@ -99,7 +99,7 @@ def apply_network_data(chain: Chain, who: str) -> None:
             chain.sh(who, f"ip route replace {dest} via {route['gateway']}")
 
 
-def _install(chain: Chain, who: str) -> None:
+def install(chain: Chain, who: str) -> None:
     vnf = chain.vnfs[who]
     vnf.prepare()
     cc = chain.day0[who].cloud_config()
@@ -109,7 +109,7 @@ def _install(chain: Chain, who: str) -> None:
     apply_network_data(chain, who)
 
 
-def _run_services(chain: Chain, who: str) -> None:
+def run_services(chain: Chain, who: str) -> None:
     vnf = chain.vnfs[who]
     for command in enabled_services(chain.day0[who].cloud_config(), vnf.root):
         script = vnf.root / command.lstrip("/")
@@ -148,9 +148,9 @@ def build(lab: Lab, workdir: Path, kernel_esp: bool | None = None, charon_extra:
     chain.sh("sa", f"ip addr add {SITE_A_HOST}/24 dev eth0 && ip route add default via {VR_LEFT}")
     chain.sh("sb", f"ip addr add {SITE_B_HOST}/24 dev eth0 && ip route add default via {GWB_LAN}")
     for who in ("vr", "ga", "gb"):
-        _install(chain, who)
+        install(chain, who)
     t1 = time.monotonic()
-    _run_services(chain, "vr")
+    run_services(chain, "vr")
     chain.timings["vrouter setup"] = time.monotonic() - t1
     for who in ("gb", "ga"):  # charon runs from boot on (Debian's strongswan.service), without connections
         shim = chain.vnfs[who].shim / "systemctl"
@@ -161,13 +161,13 @@ def build(lab: Lab, workdir: Path, kernel_esp: bool | None = None, charon_extra:
     t2 = time.monotonic()
     if responder_delay is None:  # normally the responder is ready first
         for who in ("gb", "ga"):
-            _run_services(chain, who)
+            run_services(chain, who)
     else:  # two machines: the initiator's day-0 runs on while the responder's starts later
         errors: list[BaseException] = []
 
         def initiator() -> None:
             try:
-                _run_services(chain, "ga")
+                run_services(chain, "ga")
             except BaseException as exc:
                 errors.append(exc)
 
@@ -175,7 +175,7 @@ def build(lab: Lab, workdir: Path, kernel_esp: bool | None = None, charon_extra:
         thread.start()
         time.sleep(responder_delay)
         t2 = time.monotonic()
-        _run_services(chain, "gb")
+        run_services(chain, "gb")
         thread.join(timeout=(tunnel_timeout or 0) + 130)
         if errors:
             raise errors[0]
@@ -191,7 +191,7 @@ def reconfigure_vrouter(chain: Chain, acl: dict[str, list[str]] | None = None) -
     macs = {f"{p.name}.mac_address": p.mac for p in chain.day0["vr"].ports}
     chain.day0["vr"] = render("vnf-vrouter", parameters={**vrouter_parameters(acl), **macs})
     write_cloud_files(chain.day0["vr"].cloud_config(), chain.vnfs["vr"].root)
-    _run_services(chain, "vr")
+    run_services(chain, "vr")
     return chain.day0["vr"]
 
 
@@ -300,8 +300,8 @@ def build_line(lab: Lab, workdir: Path, length: int, vnf_parameters: dict[str, s
                           f"ip addr add {params['right_fixed_ip']}/24 dev right" + (f" && {routes}" if routes else ""))
         else:
             chain.vnfs[who] = Vnf(chain.ns[who], workdir / who)
-            _install(chain, who)
-            _run_services(chain, who)
+            install(chain, who)
+            run_services(chain, who)
             chain.ifname.update({(who, "left"): "left", (who, "right"): "right"})
     chain.timings["vrouter setup"] = time.monotonic() - t1
     return line

@@ -28,7 +28,7 @@ from pathlib import Path
 from subprocess import Popen
 
 from nfvcat.day0.render import Day0, render
-from nfvcat.lab.chain import Chain, _install, _run_services
+from nfvcat.lab.chain import Chain, install, run_services
 from nfvcat.lab.netns import Lab, Vnf, run
 
 HOST, SINK = "10.40.1.10", "10.40.2.10"
@@ -175,8 +175,8 @@ def build(lab: Lab, workdir: Path, advert_interval: float, suffix: str = "") -> 
         shim.write_text("#!/bin/sh\n# nfvcat day-0 tier: the test starts the daemons\n"
                         f"echo \"$*\" >> {vnf.root / '.systemctl.calls'}\n")
         shim.chmod(0o755)
-        _install(chain, short)
-        _run_services(chain, short)
+        install(chain, short)
+        run_services(chain, short)
         pair.systemctl_calls[router] = (vnf.root / ".systemctl.calls").read_text().splitlines()
     chain.timings["vrouter setup"] = time.monotonic() - t1
     t2 = time.monotonic()

@@ -100,7 +100,7 @@ def _page_ok(cell: Any, need_kb: int, size: int | None, use_free: bool) -> bool:
     return need_kb <= avail and need_kb % size == 0
 
 
-def _cell_may_fit(need: Any, cell: Any, hs: HostState, reserved: int) -> bool:
+def cell_may_fit(need: Any, cell: Any, hs: HostState, reserved: int) -> bool:
     """Necessary conditions of _numa_fit_instance_cell, from the cell summary."""
     mem_kb = need.memory * 1024
     if need.pagesize:
@@ -156,7 +156,7 @@ def may_fit(d: Demand, hs: HostState) -> bool:
         return False
     for i, need in enumerate(d.cells):
         reserved = 1 if d.emulator_isolate and i == 0 else 0
-        fitting = [c for c in cells if _cell_may_fit(need, c, hs, reserved)]
+        fitting = [c for c in cells if cell_may_fit(need, c, hs, reserved)]
         if not fitting:
             return False
         if len(d.cells) == 1 and requests and not any(

@@ -119,7 +119,7 @@ def _summary(cell: Any) -> CellSummary:
                        smt=max(map(len, cell.siblings), default=1) > 1)
 
 
-def _topology(spec: HostSpec) -> Any:
+def numa_topology(spec: HostSpec) -> Any:
     o = nova().objects
     cells = []
     for c in spec.cells:
@@ -213,7 +213,7 @@ def _pools(spec: HostSpec, topology: Any,
 
 
 def build(spec: HostSpec, enabled_filters: list[str] | None = None) -> HostState:
-    topology = _topology(spec)
+    topology = numa_topology(spec)
     pci, free = _pci_stats(spec, topology)
     shared = sum(len(c.shared) for c in spec.cells)
     return HostState(

@@ -53,7 +53,7 @@ def _numa_pci(d: Demand, hs: HostState) -> Reason:
     for i, need in enumerate(d.cells):
         extra = " per guest NUMA node" if len(d.cells) > 1 else ""
         if need.pagesize:
-            ok = [c for c in cells if filters._cell_may_fit(
+            ok = [c for c in cells if filters.cell_may_fit(
                 _only(need, pages=True), c, hs, 0)]
             if not ok:
                 size = need.pagesize
@@ -72,10 +72,10 @@ def _numa_pci(d: Demand, hs: HostState) -> Reason:
             plus = " + 1 for isolated emulator threads" if reserved else ""
             return Reason("pcpu", f"not enough dedicated CPUs in any NUMA cell: need {need.pcpus}{plus}{extra} in "
                                   f"one cell, free PCPUs: {_per_cell(hs, lambda c: c.avail_pcpus)}")
-        if not any(filters._cell_may_fit(_only(need, memory=True), c, hs, 0) for c in cells):
+        if not any(filters.cell_may_fit(_only(need, memory=True), c, hs, 0) for c in cells):
             return Reason("memory", f"not enough memory in any NUMA cell: need {need.memory} MiB{extra}, free: "
                                     f"{_per_cell(hs, lambda c: f'{c.memory - c.memory_usage} MiB')}")
-        if need.cpus and not any(filters._cell_may_fit(_only(need, cpus=True), c, hs, 0) for c in cells):
+        if need.cpus and not any(filters.cell_may_fit(_only(need, cpus=True), c, hs, 0) for c in cells):
             return Reason("vcpu-cell", f"shared CPUs over the cell limit (cpu_allocation_ratio "
                                        f"{hs.spec.cpu_allocation_ratio}): need {need.cpus}, used: "
                                        f"{_per_cell(hs, lambda c: f'{c.cpu_usage}/{c.n_cpus}')}")

@@ -18,8 +18,8 @@ from pathlib import Path
 
 from nfvcat import catalog
 from nfvcat.core.documents import Document
+from nfvcat.core.problems import UNREADABLE
 from nfvcat.validation.project import Project
-from nfvcat.validation.rules.parsing.e0002_unreadable import Unreadable
 
 GLOB_CHARS = re.compile(r"[*?\[]")
 # What one of nfvcat's kinds says about itself, readable even when the YAML does not parse.
@@ -76,7 +76,7 @@ def skipped(doc: Document, explicit: set[str]) -> bool:
         return not _csar_like(doc.abspath)  # a ZIP of something else (a build artefact, say)
     if doc.kind != "unknown":
         return False
-    if any(p.rule_id == Unreadable.id for p in doc.problems):
+    if any(p.rule_id == UNREADABLE.id for p in doc.problems):
         return False  # a named path that does not exist is an error even in a list
     return not OWN_MARKERS.search(doc.text)
 

@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 from typing import Any, Protocol
 
+from nfvcat.validation.emitted import ENGINE_FAILURE
 from nfvcat.validation.wire import engine_timeout
 
 Payload = dict[str, Any]
@@ -31,9 +32,8 @@ class EngineUnavailable(Exception):
 
 def unavailable(engine: str, reason: object) -> dict[str, Any]:
     """The result of a job its engine did not run: one E0009 finding saying why."""
-    from nfvcat.validation.rules.parsing.e0009_engine_failure import EngineFailure
 
-    return {"findings": [{"id": EngineFailure.id, "path": [], "message": f"{engine} engine did not run: {reason}",
+    return {"findings": [{"id": ENGINE_FAILURE.id, "path": [], "message": f"{engine} engine did not run: {reason}",
                           "engine": engine}]}
 
 

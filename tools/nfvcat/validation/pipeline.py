@@ -26,14 +26,14 @@ from nfvcat.core.documents import Document
 from nfvcat.core.errors import UserError
 from nfvcat.core.findings import Finding, RawFinding
 from nfvcat.validation import cache, discovery, suppress
-from nfvcat.validation.engines.jobs import EngineJob, JobContext, plan
+from nfvcat.validation.emitted import ENGINE_FAILURE, UNKNOWN_KIND
+from nfvcat.validation.engines.jobs import EngineJob, JobContext
+from nfvcat.validation.engines.planning import plan
 from nfvcat.validation.executor import EngineUnavailable, Executor, OneShotExecutor, unavailable
 from nfvcat.validation.model import Options, Report
 from nfvcat.validation.project import Project
 from nfvcat.validation.rules import all_rules
 from nfvcat.validation.rules.base import Context, Rule
-from nfvcat.validation.rules.parsing.e0007_unknown_kind import UnknownKind
-from nfvcat.validation.rules.parsing.e0009_engine_failure import EngineFailure
 
 # Engines that take a document's unsaved content: Heat and tosca-parser read every file through the job's
 # overlay (nested templates, get_file and imports of the buffer too); Nova's jobs carry their data. A
@@ -161,7 +161,7 @@ class Validation:
         jobs: dict[str, int] = {}
         for job in self.jobs:
             jobs[job.engine] = jobs.get(job.engine, 0) + 1
-        failed = any(f.rule_id == EngineFailure.id for f in findings)
+        failed = any(f.rule_id == ENGINE_FAILURE.id for f in findings)
         findings, suppressed = suppress.split(findings, self.docs, self.options.project)
         return Report(findings, len(targets), self.timings, jobs, hits, failed,
                       self.skipped, self.excluded, suppressed)
@@ -188,7 +188,7 @@ class Validation:
         if doc.kind == "unknown":
             if doc.abspath in self.explicit:
                 self.raw.append((doc, RawFinding(
-                    UnknownKind.id, (), "not a Heat template (HOT or CloudFormation format), Heat environment, TOSCA "
+                    UNKNOWN_KIND.id, (), "not a Heat template (HOT or CloudFormation format), Heat environment, TOSCA "
                     "template, SOL001 VNFD, CSAR, cloud-config, or catalog entry/flavor/site profile/inventory")))
             return False
         for job in plan(doc, JobContext(ctx, self.options.environments, self.options.parameters,
@@ -266,7 +266,7 @@ class Validation:
         try:
             return list(rule.check(doc, ctx))
         except Exception as exc:  # a rule bug must not hide the others' findings
-            return [RawFinding(EngineFailure.id, (), f"rule {rule.id} failed: {type(exc).__name__}: {exc}")]
+            return [RawFinding(ENGINE_FAILURE.id, (), f"rule {rule.id} failed: {type(exc).__name__}: {exc}")]
 
     # -- engines --------------------------------------------------------------------------------
     def _lookup(self, jobs: list[EngineJob]) -> tuple[dict[str, list[tuple[str, EngineJob]]], int]:
@@ -295,7 +295,7 @@ class Validation:
             results = [unavailable(name, f"{type(exc).__name__}: {exc}") for _ in batch]
         else:
             for (key, _), result in zip(batch, results, strict=True):
-                if not any(f.get("id") == EngineFailure.id for f in result.get("findings", [])):
+                if not any(f.get("id") == ENGINE_FAILURE.id for f in result.get("findings", [])):
                     cache.put(key, result)
         for (_, job), result in zip(batch, results, strict=True):
             job.result = result

@@ -18,10 +18,10 @@ from dataclasses import dataclass
 
 from nfvcat.core.documents import Document
 from nfvcat.core.findings import Finding, Suppressed
+from nfvcat.validation.emitted import ENGINE_FAILURE
 from nfvcat.validation.project import Project
-from nfvcat.validation.rules.parsing.e0009_engine_failure import EngineFailure
 
-NEVER = frozenset({EngineFailure.id})
+NEVER = frozenset({ENGINE_FAILURE.id})
 FILE_COMMENT = re.compile(r"^[ \t]*#[ \t]*nfvcat:[ \t]*ignore-file\b[ \t]*([^\n#]*)", re.MULTILINE)
 RULE_ID = re.compile(r"^[EWI][0-9]{0,4}$")
 

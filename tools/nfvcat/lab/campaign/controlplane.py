@@ -94,7 +94,7 @@ def plan(test: TestSpec, general: General) -> tuple[str, list[dict[str, str]]]:
     inv = str(general.inventory) if general.inventory else None
     failed, msg, rows = _planner().submit(_place, str(template), params, inv).result()
     if failed:
-        raise _WithRows(msg, rows)
+        raise WithRows(msg, rows)
     return msg, rows
 
 
@@ -126,7 +126,7 @@ def _place(template: str, params: dict[str, Any], inv_path: str | None) -> tuple
     return False, f"{len(result.placements)} VNF(s) placed on {len(inv.hosts)} host(s) of {Path(inv.path).name}", rows
 
 
-class _WithRows(StepFailed):
+class WithRows(StepFailed):
     def __init__(self, message: str, rows: list[dict[str, str]]):
         super().__init__(message)
         self.rows = rows
@@ -225,7 +225,7 @@ class CloudRun:
 
     def check(self) -> list[dict[str, str]]:
         from nfvcat.catalog import inventory
-        from nfvcat.cloud.placement_check import check_stack
+        from nfvcat.cloud.check import check_stack
 
         conn = self._connect()
         inv = inventory.load(str(self.general.inventory) if self.general.inventory else None)

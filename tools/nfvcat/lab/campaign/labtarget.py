@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from nfvcat.catalog.tdf import Dataplane, LabSpec
-from nfvcat.cloud.placement_check import FAIL, PASS, Verdict
+from nfvcat.cloud.verdicts import FAIL, PASS, Verdict
 from nfvcat.day0.render import Day0, render
 from nfvcat.lab import chain as chain_mod
 from nfvcat.lab.campaign import rfc2544

@@ -123,7 +123,7 @@ def run_test(tdf: Tdf, test: TestSpec, index: int, done: dict[str, TestRecord], 
         def plan() -> str:
             try:
                 msg, rows = cp.plan(test, g)
-            except cp._WithRows as exc:
+            except cp.WithRows as exc:
                 record.placement += exc.rows
                 raise
             record.placement += rows

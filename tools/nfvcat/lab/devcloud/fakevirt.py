@@ -99,7 +99,7 @@ class InventoryDriver(fake.FakeDriver):
     def __init__(self, virtapi: Any, read_only: bool = False) -> None:
         super().__init__(virtapi, read_only)
         self.spec = load_host(os.environ[INVENTORY_ENV], CONF.host)
-        self.topology = hoststate._topology(self.spec)
+        self.topology = hoststate.numa_topology(self.spec)
         self.vcpus = sum(len(c.shared) for c in self.spec.cells)
         self.pcpus = sum(len(c.dedicated) for c in self.spec.cells)
         self.memory_mb = sum(c.memory_mb for c in self.spec.cells)

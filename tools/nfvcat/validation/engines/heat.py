@@ -24,15 +24,11 @@ from urllib.parse import unquote, urlparse
 
 from nfvcat.core import hot
 from nfvcat.core.documents import Document
+from nfvcat.core.problems import INVALID_YAML
+from nfvcat.validation.emitted import ENGINE_FAILURE, HEAT_BUNDLE, HEAT_ENVIRONMENT, HEAT_VALIDATION, INVENTED_VALUE
 from nfvcat.validation.engines import heat_paths, heat_values
 from nfvcat.validation.engines.jobs import EngineJob, JobContext
 from nfvcat.validation.engines.worker import Job, Result, finding, serve
-from nfvcat.validation.rules.hot.e1001_heat_validation import HeatValidation
-from nfvcat.validation.rules.hot.e1002_heat_bundle import HeatBundle
-from nfvcat.validation.rules.hot.e1004_environment import HeatEnvironment
-from nfvcat.validation.rules.hot.w1005_invented_value import InventedValue
-from nfvcat.validation.rules.parsing.e0001_invalid_yaml import InvalidYaml
-from nfvcat.validation.rules.parsing.e0009_engine_failure import EngineFailure
 
 ENGINE = "heat"
 _state: dict[str, Any] = {}
@@ -486,15 +482,15 @@ def check(job: Job) -> Result:
         stk = stack.Stack(_state["ctx"], "nfvcat-validate", tmpl, strict_validate=True)
         _validate(stk, findings)
     except exception.StackValidationFailed as exc:
-        findings.append(finding(HeatValidation.id, exc.path, exc.error_message, ENGINE))
+        findings.append(finding(HEAT_VALIDATION.id, exc.path, exc.error_message, ENGINE))
     except exception.HeatException as exc:
-        findings.append(finding(HeatValidation.id, getattr(exc, "path", []) or [], str(exc), ENGINE))
+        findings.append(finding(HEAT_VALIDATION.id, getattr(exc, "path", []) or [], str(exc), ENGINE))
     except template_format.yaml.YAMLError as exc:
-        findings.append(finding(InvalidYaml.id, [], f"invalid YAML: {exc}", ENGINE))
+        findings.append(finding(INVALID_YAML.id, [], f"invalid YAML: {exc}", ENGINE))
     except (ValueError, TypeError, KeyError, AttributeError) as exc:
         if os.environ.get("NFVCAT_DEBUG"):
             raise
-        findings.append(finding(HeatValidation.id, [], f"{type(exc).__name__}: {exc}", ENGINE))
+        findings.append(finding(HEAT_VALIDATION.id, [], f"{type(exc).__name__}: {exc}", ENGINE))
     given = frozenset(params) - set(invented)
     return {"findings": [_finish(f, tpl, files, invented, given) for f in findings], "deps": deps}
 
@@ -507,7 +503,7 @@ def _bundle_finding(path: str, exc: Exception, environments: list[str]) -> dict[
     missing = getattr(exc, "filename", None) or next(iter(re.findall(r"'(/[^']+)'", str(exc))), None)
     message = f"cannot bundle the template: {exc}"
     if not missing:
-        return finding(HeatBundle.id, [], message, ENGINE)
+        return finding(HEAT_BUNDLE.id, [], message, ENGINE)
     for source in [path, *environments]:
         try:
             data = template_format.yaml.load(_text(source), Loader=template_format.yaml_loader)
@@ -515,15 +511,15 @@ def _bundle_finding(path: str, exc: Exception, environments: list[str]) -> dict[
             continue
         where = heat_paths.missing_file(data, os.path.dirname(os.path.abspath(source)), str(missing))
         if where:
-            return finding(HeatBundle.id, where, message, ENGINE, None if source == path else os.path.abspath(source))
-    return finding(HeatBundle.id, [], message, ENGINE)
+            return finding(HEAT_BUNDLE.id, where, message, ENGINE, None if source == path else os.path.abspath(source))
+    return finding(HEAT_BUNDLE.id, [], message, ENGINE)
 
 
 def _finish(found: dict[str, Any], tpl: Any, files: dict[str, Any], invented: dict[str, Any],
             given: frozenset[str]) -> dict[str, Any]:
     """The path of the offending key (in the nested file when it is there); a Heat error that may come
     from a value nfvcat invented is W1005, and says so."""
-    if found["id"] not in (HeatValidation.id, EngineFailure.id):
+    if found["id"] not in (HEAT_VALIDATION.id, ENGINE_FAILURE.id):
         return found
     data, values = tpl, invented
     if found.get("file"):  # in a nested template: what was invented for its parameters
@@ -537,13 +533,13 @@ def _finish(found: dict[str, Any], tpl: Any, files: dict[str, Any], invented: di
             data = {}
     found = {**found, "path": heat_paths.refine(data, found["path"], found["message"],
                                                 given if data is tpl else frozenset())}
-    if found["id"] != HeatValidation.id:
+    if found["id"] != HEAT_VALIDATION.id:
         return found
     names = heat_values.depends_on(data, found["path"], found["message"], values)
     if not names:
         return found
     shown = ", ".join(f"{n}={_short(repr(values[n]))}" for n in names)
-    return {**found, "id": InventedValue.id, "message": f"{found['message']} (with the value nfvcat invented for "
+    return {**found, "id": INVENTED_VALUE.id, "message": f"{found['message']} (with the value nfvcat invented for "
             f"{shown}, which has none: give one with -P/-e to validate this)"}
 
 
@@ -564,7 +560,7 @@ def _heat_api_verdict(tpl: Any, files: dict[str, Any], env: dict[str, Any]) -> l
         stk = stack.Stack(_state["ctx"], "dummy", tmpl, strict_validate=False)
         stk.validate(validate_res_tmpl_only=True)
     except Exception as exc:  # the API answers {'Error': str(ex)} (or a 500 for other exceptions)
-        rule = EngineFailure.id if _cloud_cause(exc) is not None else HeatValidation.id
+        rule = ENGINE_FAILURE.id if _cloud_cause(exc) is not None else HEAT_VALIDATION.id
         message = str(exc) if isinstance(exc, exception.HeatException) else f"{type(exc).__name__}: {exc}"
         return [finding(rule, getattr(exc, "path", []) or [], message, ENGINE)]
     return []
@@ -589,7 +585,7 @@ def _environment(path: str) -> list[dict[str, Any]]:
         data = environment_format.yaml.load(text, Loader=environment_format.template_format.yaml_loader)
     except Exception:
         data = None
-    return [finding(HeatEnvironment.id, heat_paths.refine(data, [], message), message, ENGINE)]
+    return [finding(HEAT_ENVIRONMENT.id, heat_paths.refine(data, [], message), message, ENGINE)]
 
 
 _NESTED = re.compile(r"^(?P<name>.*)<(?P<url>(?!nested_stack>)[^>]+)>$")
@@ -659,7 +655,7 @@ def _cloud_cause(exc: BaseException) -> BaseException | None:
 
 def _offline(section: str, res: Any, exc: BaseException) -> dict[str, Any]:
     message = exc.error_message if hasattr(exc, "error_message") else str(exc)
-    return finding(EngineFailure.id, [section, res.name], f"cannot validate resource '{res.name}' ({res.type()}) "
+    return finding(ENGINE_FAILURE.id, [section, res.name], f"cannot validate resource '{res.name}' ({res.type()}) "
                    f"offline: Heat reaches for a cloud ({type(exc).__name__}: {message})", ENGINE)
 
 
@@ -683,7 +679,7 @@ def _resource_finding(section: str, res: Any, exc: Any) -> dict[str, Any]:
     if path[:1] != [section]:
         path = [section, res.name, *path]
     nested_file, path = _in_nested_file(path)
-    return finding(HeatValidation.id, path, message, ENGINE, nested_file)
+    return finding(HEAT_VALIDATION.id, path, message, ENGINE, nested_file)
 
 
 def _validate(stk: Any, findings: list[dict[str, Any]]) -> None:
@@ -715,7 +711,7 @@ def _validate(stk: Any, findings: list[dict[str, Any]]) -> None:
         try:
             result = res.validate()
             if result:
-                findings.append(finding(HeatValidation.id, [section, res.name], str(result), ENGINE))
+                findings.append(finding(HEAT_VALIDATION.id, [section, res.name], str(result), ENGINE))
         except AssertionError:
             raise
         except Exception as exc:
@@ -734,9 +730,9 @@ def _validate(stk: Any, findings: list[dict[str, Any]]) -> None:
             # Heat resolves outputs when the stack is created: a reference to no resource fails it.
             list(function.dependencies(output._value, f"{out_section}.{name}.value"))
         except exception.StackValidationFailed as exc:
-            findings.append(finding(HeatValidation.id, [out_section, name, *exc.path[1:]], exc.error_message, ENGINE))
+            findings.append(finding(HEAT_VALIDATION.id, [out_section, name, *exc.path[1:]], exc.error_message, ENGINE))
         except (exception.InvalidTemplateReference, exception.InvalidTemplateAttribute) as exc:
-            findings.append(finding(HeatValidation.id, [out_section, name, "value"], str(exc), ENGINE))
+            findings.append(finding(HEAT_VALIDATION.id, [out_section, name, "value"], str(exc), ENGINE))
 
 
 def main() -> None:

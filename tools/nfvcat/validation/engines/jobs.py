@@ -41,14 +41,3 @@ class JobContext:
     parameters: dict[str, str] = field(default_factory=dict)  # -P
     examples: list[str] = field(default_factory=list)  # the example environments of an entry's template
     read: Callable[[str], Document] | None = None  # the run's reader of other documents (a nested template)
-
-
-def planners() -> dict[str, Callable[[Document, JobContext], list[EngineJob]]]:
-    from nfvcat.validation.engines import heat, nova, tosca
-
-    return {"heat": heat.jobs, "nova": nova.jobs, "tosca": tosca.jobs}
-
-
-def plan(doc: Document, ctx: JobContext) -> list[EngineJob]:
-    """Every engine's jobs for one document."""
-    return [job for planner in planners().values() for job in planner(doc, ctx)]

@@ -14,12 +14,9 @@ from nfvcat.catalog import units
 from nfvcat.catalog.flavors import pci_aliases
 from nfvcat.catalog.specs import sol001_specs, spec_str
 from nfvcat.core.documents import Document
+from nfvcat.validation.emitted import EXTRA_SPEC_INVALID, NUMA_CONSTRAINTS, PAGE_SIZE_NOT_OFFERED, UNKNOWN_NAMESPACE
 from nfvcat.validation.engines.jobs import EngineJob, JobContext
 from nfvcat.validation.engines.worker import Job, Result, finding, serve
-from nfvcat.validation.rules.flavors.e2001_extra_spec import ExtraSpecInvalid
-from nfvcat.validation.rules.flavors.e2002_numa_constraints import NumaConstraints
-from nfvcat.validation.rules.flavors.e2005_page_size import PageSizeNotOffered
-from nfvcat.validation.rules.flavors.w2003_unknown_namespace import UnknownNamespace
 
 ENGINE = "nova"
 _state: dict[str, Any] = {}
@@ -187,15 +184,15 @@ def check(job: Job) -> Result:
         try:
             validators.validate(key, value)
         except exception.ValidationError as exc:
-            findings.append(finding(ExtraSpecInvalid.id, [key], str(exc), ENGINE))
+            findings.append(finding(EXTRA_SPEC_INVALID.id, [key], str(exc), ENGINE))
             continue
         if ":" in key:
             ns = key.split(":", 1)[0]
             if not any(re.fullmatch(n, ns) for n in _state["namespaces"]):
                 findings.append(finding(
-                    UnknownNamespace.id, [key], f"extra spec namespace '{ns}' is not one Nova knows: '{key}' is "
+                    UNKNOWN_NAMESPACE.id, [key], f"extra spec namespace '{ns}' is not one Nova knows: '{key}' is "
                     "ignored by Nova and by the scheduler unless a filter of the site's reads it", ENGINE))
-    if findings and any(f["id"] == ExtraSpecInvalid.id for f in findings):
+    if findings and any(f["id"] == EXTRA_SPEC_INVALID.id for f in findings):
         return {"findings": findings, "deps": {}}
 
     flavor = objects.Flavor(
@@ -211,7 +208,7 @@ def check(job: Job) -> Result:
         compute_api.API._validate_flavor_image_numa_pci(image, flavor, validate_numa=True,
                                                         validate_pci=bool(aliases))
     except (exception.Invalid, exception.NovaException, ValueError) as exc:
-        findings.append(finding(NumaConstraints.id, _key_for(exc, specs), f"{type(exc).__name__}: {exc}", ENGINE))
+        findings.append(finding(NUMA_CONSTRAINTS.id, _key_for(exc, specs), f"{type(exc).__name__}: {exc}", ENGINE))
     else:
         findings.extend(_page_size(flavor, image, job.get("page_sizes")))
     finally:
@@ -233,7 +230,7 @@ def _page_size(flavor: Any, image: dict[str, Any], sizes: Any) -> list[dict[str,
         return []
     request = flavor.extra_specs.get("hw:mem_page_size")
     offered = ", ".join(_kib_label(s) for s in sorted(sizes))
-    return [finding(PageSizeNotOffered.id, ["hw:mem_page_size"], f"hw:mem_page_size {request} asks for "
+    return [finding(PAGE_SIZE_NOT_OFFERED.id, ["hw:mem_page_size"], f"hw:mem_page_size {request} asks for "
                     f"{_kib_label(int(size))} pages; the site's hosts offer {offered}: no host can boot this "
                     "flavor (the NUMA topology filter finds none)", ENGINE)]
 

@@ -29,12 +29,9 @@ from typing import Any
 import yaml
 
 from nfvcat.core.documents import Document, display_path
+from nfvcat.validation.emitted import CSAR_STRUCTURE, ENGINE_FAILURE, TACKER_CSAR, TOSCA_PARSER
 from nfvcat.validation.engines.jobs import EngineJob, JobContext
 from nfvcat.validation.engines.worker import Job, Result, finding, serve
-from nfvcat.validation.rules.parsing.e0009_engine_failure import EngineFailure
-from nfvcat.validation.rules.tosca.e4001_tosca_parser import ToscaParserValidation
-from nfvcat.validation.rules.tosca.e4002_csar_structure import CsarStructure
-from nfvcat.validation.rules.tosca.e4003_tacker_csar import TackerCsar
 
 ENGINE = "tosca"
 TACKER = "tacker"
@@ -347,12 +344,12 @@ def _check_yaml(job: Job, findings: list[dict[str, Any]], deps: dict[str, None])
             if os.path.isfile(f) or f in _state["overlay"]]
     if any(OFFLINE in m for m in errors):  # the other errors follow from types it could not load
         unresolved = "; ".join(m for m in errors if OFFLINE in m)
-        findings.append(finding(EngineFailure.id, ["imports"], f"tosca-parser could not validate this document: "
+        findings.append(finding(ENGINE_FAILURE.id, ["imports"], f"tosca-parser could not validate this document: "
                                 f"{unresolved}", ENGINE))
         return
     for message in errors:
         where, key_path = _locate(message, docs or [(path, None)])
-        findings.append(finding(ToscaParserValidation.id, key_path, message, ENGINE,
+        findings.append(finding(TOSCA_PARSER.id, key_path, message, ENGINE,
                                 file=None if where == path else where))
 
 
@@ -437,7 +434,7 @@ def _vnf_package(path: str, docs: list[Any]) -> bool:
 
 def _not_validated(messages: list[str], display: str, main: str | None) -> dict[str, Any]:
     unresolved = "; ".join(m for m in messages if OFFLINE in m)
-    return _zip_finding(EngineFailure.id, f"tosca-parser could not validate this package: {unresolved}", ENGINE,
+    return _zip_finding(ENGINE_FAILURE.id, f"tosca-parser could not validate this package: {unresolved}", ENGINE,
                         display, main, [], None)
 
 
@@ -461,7 +458,7 @@ def _check_csar(job: Job, findings: list[dict[str, Any]], deps: dict[str, None])
         for message in structure:
             meta = re.search(r"TOSCA\.meta|Entry-Definitions", message)
             member = "TOSCA-Metadata/TOSCA.meta" if meta else None
-            findings.append(_zip_finding(CsarStructure.id, _strip_tmp(message, workdir, display, src), ENGINE, display,
+            findings.append(_zip_finding(CSAR_STRUCTURE.id, _strip_tmp(message, workdir, display, src), ENGINE, display,
                                          member, [], None))
         if structure or not main:
             return
@@ -475,13 +472,13 @@ def _check_csar(job: Job, findings: list[dict[str, Any]], deps: dict[str, None])
         for message in errors:
             member, key_path = _locate(message, docs or [(main, None)])
             shown = _strip_tmp(message, workdir, display, src)
-            findings.append(_zip_finding(ToscaParserValidation.id, shown if vnf else f"{shown} ({GENERIC_CSAR})",
+            findings.append(_zip_finding(TOSCA_PARSER.id, shown if vnf else f"{shown} ({GENERIC_CSAR})",
                                          ENGINE, display, member, key_path, texts.get(member)))
         if errors or not vnf:
             return
         for message in _tacker_load(path, workdir):
             manifest, _text, _path, line = _manifest_line(path, message)
-            item = _zip_finding(TackerCsar.id, _strip_tmp(message, workdir, display, src), TACKER, display,
+            item = _zip_finding(TACKER_CSAR.id, _strip_tmp(message, workdir, display, src), TACKER, display,
                                 manifest or main, [], None)
             item["line"] = line
             findings.append(item)

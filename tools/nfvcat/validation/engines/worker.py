@@ -20,7 +20,7 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-from nfvcat.validation.rules.parsing.e0009_engine_failure import EngineFailure
+from nfvcat.validation.emitted import ENGINE_FAILURE
 
 Job = dict[str, Any]
 Result = dict[str, Any]
@@ -61,5 +61,5 @@ def _one(engine: str, check: Callable[[Job], Result], job: Job) -> Result:
             return check(job)
     except Exception as exc:  # an engine bug must not hide the other jobs' results
         tail = traceback.format_exception_only(type(exc), exc)[-1].strip()
-        return {"findings": [finding(EngineFailure.id, [], f"{engine} engine failed on this document: {tail}", engine)],
-                "deps": {}}
+        failed = finding(ENGINE_FAILURE.id, [], f"{engine} engine failed on this document: {tail}", engine)
+        return {"findings": [failed], "deps": {}}

@@ -4,20 +4,22 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from nfvcat.core.findings import RawFinding
+from nfvcat.core.problems import TOO_LARGE
 from nfvcat.validation.rules.base import Context, Rule
 
-if TYPE_CHECKING:  # documents reports E0004 too: no import cycle
+if TYPE_CHECKING:
     from nfvcat.core.documents import Document
 
 HEAT_MAX_TEMPLATE_SIZE = 524288  # heat.conf [DEFAULT] max_template_size default
 
 
 class TooLarge(Rule):
-    id = "E0004"
-    shortdesc = "File or archive too large"
-    description = ("A document over the size limit, a Heat template (HOT or CloudFormation format) over Heat's "
-                   "max_template_size (524288 bytes by default), or a CSAR whose members expand beyond the limit.")
-    source_url = "https://docs.openstack.org/heat/latest/configuration/config-options.html"
+    """The reader finds a file over its size limit (declared with it: ``nfvcat.core.problems``); this rule adds
+    Heat's max_template_size for templates."""
+    id = TOO_LARGE.id
+    shortdesc = TOO_LARGE.shortdesc
+    description = TOO_LARGE.description
+    source_url = TOO_LARGE.source_url
     kinds = ("hot", "cfn")
     blocks_engines = True
 

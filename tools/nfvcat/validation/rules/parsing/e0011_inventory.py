@@ -23,7 +23,7 @@ class InventoryInvalid(Rule):
 
         from nfvcat.catalog import inventory
 
-        errors = list(jsonschema.Draft202012Validator(inventory._schema()).iter_errors(doc.data))
+        errors = list(jsonschema.Draft202012Validator(inventory.schema()).iter_errors(doc.data))
         for err in errors:
             yield self.finding(tuple(err.absolute_path), f"inventory: {err.message}")
         if not errors:

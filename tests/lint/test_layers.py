@@ -1,0 +1,178 @@
+"""The architecture as a test (docs/architecture.md): the wings are layers (import-linter's contracts in
+pyproject.toml), there is no import cycle (imports inside functions count: grimp reads every import statement),
+no module uses another's private names, modules stay small, and the doc's table of wings is the contract's.
+
+Each check also runs on a copy of the package with a deliberate breach, so a check that could not fail fails
+here."""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import grimp
+import pytest
+
+from tests.conftest import ROOT
+
+PACKAGE = ROOT / "tools" / "nfvcat"
+MAX_LINES = 450
+MAX_WINGS = 10  # top-level entries besides cli.py, __init__.py and __main__.py
+CONTRACTS = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+LAYERS = next(c for c in CONTRACTS if c["type"] == "layers")["layers"]
+
+
+def lint_imports(tools: Path) -> subprocess.CompletedProcess[str]:
+    """import-linter's command on the package under ``tools``, with the project's contracts."""
+    env = {**os.environ, "PYTHONPATH": str(tools)}
+    return subprocess.run([str(Path(sys.executable).with_name("lint-imports")), "--config",
+                           str(ROOT / "pyproject.toml"), "--no-cache"],
+                          capture_output=True, text=True, env=env, cwd=tools, timeout=300, check=False)
+
+
+def graph_of(tools: Path) -> grimp.ImportGraph:
+    sys.path.insert(0, str(tools))
+    try:
+        return grimp.build_graph("nfvcat", cache_dir=None)
+    finally:
+        sys.path.remove(str(tools))
+
+
+def cycles(graph: grimp.ImportGraph) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm, iterative)."""
+    adj = {m: sorted(graph.find_modules_directly_imported_by(m)) for m in sorted(graph.modules)}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    found: list[list[str]] = []
+    for root in adj:
+        if root in index:
+            continue
+        work = [(root, 0)]
+        while work:
+            v, i = work.pop()
+            if i == 0:
+                index[v] = low[v] = len(index)
+                stack.append(v)
+                on.add(v)
+            if i < len(adj[v]):
+                work.append((v, i + 1))
+                w = adj[v][i]
+                if w not in index:
+                    work.append((w, 0))
+                elif w in on:
+                    low[v] = min(low[v], index[w])
+                continue
+            for w in adj[v]:
+                if w in on:
+                    low[v] = min(low[v], low[w])
+            if low[v] == index[v]:
+                component = []
+                while True:
+                    w = stack.pop()
+                    on.discard(w)
+                    component.append(w)
+                    if w == v:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def private_uses(package: Path) -> list[str]:
+    """Places where a module imports or reaches another module's private (``_x``, not dunder) name."""
+    modules = {".".join(p.relative_to(package.parent).with_suffix("").parts).removesuffix(".__init__")
+               for p in package.rglob("*.py")}
+    bad = []
+    for py in sorted(package.rglob("*.py")):
+        if "data" in py.relative_to(package).parts:
+            continue  # files shipped to other programs
+        here = py.relative_to(package.parent)
+        tree = ast.parse(py.read_text(), str(py))
+        aliases: set[str] = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "nfvcat":
+                for a in node.names:
+                    if f"{node.module}.{a.name}" in modules:
+                        aliases.add(a.asname or a.name)
+                    elif a.name.startswith("_") and not a.name.startswith("__"):
+                        bad.append(f"{here}:{node.lineno}: from {node.module} import {a.name}")
+            elif isinstance(node, ast.Import):
+                aliases |= {a.asname for a in node.names if a.asname and a.name.split(".")[0] == "nfvcat"}
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases
+                    and node.attr.startswith("_") and not node.attr.startswith("__")):
+                bad.append(f"{here}:{node.lineno}: {node.value.id}.{node.attr}")
+    return bad
+
+
+@pytest.fixture(scope="module")
+def breached(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the package with four deliberate breaches: core imports the lab (module level), cloud imports
+    the dev cloud inside a function, core.errors closes a cycle with core.yamlpos inside a function, and a
+    private name crosses modules."""
+    tools = tmp_path_factory.mktemp("breached")
+    shutil.copytree(PACKAGE, tools / "nfvcat", ignore=shutil.ignore_patterns("__pycache__"))
+    errors = tools / "nfvcat" / "core" / "errors.py"
+    errors.write_text(errors.read_text() + "\n\nfrom nfvcat.lab import netns  # noqa: E402\n\n\ndef _late() -> None:\n"
+                      "    from nfvcat.core import yamlpos  # noqa: F401\n")
+    stacks = tools / "nfvcat" / "cloud" / "stacks.py"
+    stacks.write_text(stacks.read_text() + "\n\ndef _devcloud() -> None:\n"
+                      "    from nfvcat.lab.devcloud import state  # noqa: F401\n")
+    dirs = tools / "nfvcat" / "core" / "dirs.py"
+    dirs.write_text(dirs.read_text() + "\n\nfrom nfvcat.core.errors import _late  # noqa: E402,F401\n")
+    return tools
+
+
+def test_the_wings_are_layers_and_cloud_knows_no_lab() -> None:
+    res = lint_imports(ROOT / "tools")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert f"Contracts: {len(CONTRACTS)} kept, 0 broken." in res.stdout
+
+
+def test_an_import_against_the_layers_fails_the_contracts(breached: Path) -> None:
+    res = lint_imports(breached)
+    assert res.returncode != 0
+    assert "nfvcat.core.errors -> nfvcat.lab.netns" in res.stdout  # a lower wing importing a higher one
+    assert "nfvcat.cloud.stacks -> nfvcat.lab.devcloud.state" in res.stdout  # inside a function, counted
+
+
+def test_there_is_no_import_cycle_counting_imports_inside_functions() -> None:
+    assert cycles(graph_of(ROOT / "tools")) == []
+
+
+def test_a_cycle_closed_inside_a_function_is_found(breached: Path) -> None:
+    assert any({"nfvcat.core.errors", "nfvcat.core.yamlpos"} <= set(c) for c in cycles(graph_of(breached)))
+
+
+def test_no_module_uses_another_modules_private_names() -> None:
+    assert private_uses(PACKAGE) == []
+
+
+def test_a_private_name_across_modules_is_found(breached: Path) -> None:
+    assert any("from nfvcat.core.errors import _late" in b for b in private_uses(breached / "nfvcat"))
+
+
+def test_no_module_is_over_the_limit() -> None:
+    sizes = {str(p.relative_to(ROOT)): len(p.read_text().splitlines()) for p in PACKAGE.rglob("*.py")}
+    assert {p: n for p, n in sizes.items() if n > MAX_LINES} == {}
+
+
+def test_the_package_has_few_wings() -> None:
+    entries = {p.name for p in PACKAGE.iterdir() if p.name != "__pycache__"} - {"cli.py", "__init__.py", "__main__.py"}
+    assert len(entries) <= MAX_WINGS, sorted(entries)
+    assert {f"nfvcat.{e.removesuffix('.py')}" for e in entries} - {"nfvcat.data"} == set(LAYERS) - {"nfvcat.cli"}
+
+
+def test_the_architecture_doc_lists_the_contracts_layers_in_order() -> None:
+    doc = (ROOT / "docs" / "architecture.md").read_text()
+    table = doc.split("<!-- layers:", 1)[1].split("\n\n", 1)[0]
+    wings = re.findall(r"^\| `([a-z0-9_]+)` \|", table, re.M)
+    assert [f"nfvcat.{w}" for w in wings] == LAYERS

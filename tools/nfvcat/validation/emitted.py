@@ -1,0 +1,130 @@
+"""The ids the engines and the validation run emit, each declared once with its engine and documentation.
+An engine names its findings by these (``emitted.HEAT_VALIDATION.id``); ``nfvcat rules`` and docs/rules.md list
+them with the rule classes, which hold detection logic of their own (``nfvcat.validation.rules``)."""
+
+from __future__ import annotations
+
+from nfvcat.core.problems import Declared
+
+UNKNOWN_KIND = Declared(
+    "E0007", "nfvcat",
+    "Not a document nfvcat knows",
+    "A file given explicitly is neither a Heat template (HOT, or the CloudFormation format that "
+    "Heat also takes), a Heat environment, a TOSCA service "
+    "template, a SOL001 VNFD, a CSAR, a cloud-config, nor a catalog entry, flavor, site "
+    "profile or inventory. Files found by a directory walk or a glob, or handed over as a "
+    "list with --skip-unknown (the pre-commit hook), are skipped and counted instead.",
+    "https://docs.openstack.org/heat/latest/template_guide/hot_spec.html")
+
+ENGINE_FAILURE = Declared(
+    "E0009", "nfvcat",
+    "An engine could not run",
+    "The field's own code (Heat, Nova, tosca-parser, tacker, cloud-init's schema) crashed, "
+    "timed out or is missing. The document was not fully validated; the exit code is 3.",
+    "https://docs.openstack.org/heat/latest/")
+
+HEAT_VALIDATION = Declared(
+    "E1001", "heat",
+    "Heat rejects the template",
+    "openstack-heat's own engine validates the template in strict mode, offline: sections, "
+    "parameters and their constraints, resource types and property schemas (types, allowed "
+    "values, required properties), intrinsic functions and references, outputs. The message is "
+    "Heat's. Cloud look-ups (does this flavor or image exist) are not made.",
+    "https://docs.openstack.org/heat/latest/template_guide/hot_spec.html")
+
+HEAT_BUNDLE = Declared(
+    "E1002", "heat",
+    "A nested template, get_file or environment cannot be bundled",
+    "python-heatclient's template utilities (what `openstack stack create` uses) cannot read "
+    "a file the template or environment references: a nested template type, a get_file, or a "
+    "resource_registry entry. Remote URLs are not fetched offline.",
+    "https://docs.openstack.org/heat/latest/template_guide/composition.html")
+
+HEAT_ENVIRONMENT = Declared(
+    "E1004", "heat",
+    "Heat rejects the environment file",
+    "Heat's own environment parser and loader check an environment file (-e): only the "
+    "sections parameters, parameter_defaults, resource_registry, event_sinks, "
+    "encrypted_param_names and parameter_merge_strategies, each of the right type.",
+    "https://docs.openstack.org/heat/latest/template_guide/environment.html")
+
+EXTRA_SPEC_INVALID = Declared(
+    "E2001", "nova",
+    "Nova rejects an extra spec",
+    "Every flavor extra spec (in flavors/, in OS::Nova::Flavor resources, in a VNFD's "
+    "nova_extra_specs) goes through Nova's own extra-spec validators, as the compute API does "
+    "from microversion 2.86 on. The message is Nova's.",
+    "https://docs.openstack.org/nova/latest/configuration/extra-specs.html")
+
+NUMA_CONSTRAINTS = Declared(
+    "E2002", "nova",
+    "The flavor's extra specs contradict each other (Nova's boot-time checks)",
+    "Nova's API runs nova.virt.hardware's constraint getters (numa_get_constraints, realtime, "
+    "CPU topology, vif multiqueue, PCI aliases) only when a server is created: a thread policy "
+    "or realtime without dedicated CPUs, a realtime mask that leaves no housekeeping vCPU, "
+    "emulator threads isolate without dedicated CPUs, incomplete or asymmetric NUMA cells, NUMA "
+    "memory that does not add up. nfvcat runs the same code on the flavor.",
+    "https://docs.openstack.org/nova/latest/admin/cpu-topologies.html")
+
+PAGE_SIZE_NOT_OFFERED = Declared(
+    "E2005", "nova",
+    "Memory page size no host of the site offers",
+    "`hw:mem_page_size` given as a size (`3MB`, `2048`) passes Nova's API validation, but "
+    "the scheduler's NUMA topology filter only places the instance on a host with pages of "
+    "exactly that size: an x86_64 host has 4 KiB, 2 MiB and 1 GiB pages, so `3MB` fits no "
+    "host and every boot ends in 'No valid host'. The size is read as Nova reads it; the "
+    "site's page sizes come from the site profile's `page_sizes` (x86_64's when absent). "
+    "`small`, `large` and `any` are not checked.",
+    "https://docs.openstack.org/nova/latest/admin/huge-pages.html")
+
+TOSCA_PARSER = Declared(
+    "E4001", "tosca",
+    "tosca-parser rejects the TOSCA template or VNFD",
+    "OpenStack's tosca-parser (the library Tacker and heat-translator load templates with) "
+    "reports the template invalid: unknown fields, wrong property types or values, missing "
+    "required properties, requirements pointing at missing node templates, unresolvable "
+    "imports. ETSI SOL001 v2 type files (2.5.1 to 2.8.1) imported by URL or by name are "
+    "resolved offline to the v2.6.1 copies tacker ships; no other URL is fetched, so a "
+    "template importing SOL001 v3+ or other remote files is reported not validated (E0009).",
+    "https://docs.openstack.org/tosca-parser/latest/")
+
+CSAR_STRUCTURE = Declared(
+    "E4002", "tosca",
+    "CSAR structure rejected by tosca-parser",
+    "The VNF package is not a CSAR tosca-parser accepts: TOSCA-Metadata/TOSCA.meta "
+    "missing or without Entry-Definitions, the entry definitions file absent, more than one "
+    "root-level YAML file in a package without TOSCA.meta, or imports and artifacts the "
+    "templates name that are not in the archive.",
+    "https://www.etsi.org/deliver/etsi_gs/NFV-SOL/001_099/004/02.06.01_60/"
+                  "gs_NFV-SOL004v020601p.pdf")
+
+TACKER_CSAR = Declared(
+    "E4003", "tacker",
+    "Tacker would refuse to onboard the VNF package",
+    "tacker's own package loader (csar_utils.load_csar_data, what tacker-conductor runs on "
+    "upload) rejects the CSAR: a manifest or TOSCA.meta artifact whose hash or algorithm is "
+    "wrong or whose Source is missing, a VNF node without its properties (descriptor_id...), "
+    "no deployment flavour, instantiation levels that are not defined, or more than one "
+    "software image per VDU. Such a package stays in CREATED or the upload fails. Only VNF packages "
+    "are checked (TOSCA.meta names an ETSI-Entry-Manifest, or a node is a tosca.nodes.nfv.VNF): "
+    "a generic TOSCA CSAR gets tosca-parser's verdict (E4001, E4002) alone.",
+    "https://docs.openstack.org/tacker/latest/user/vnf-package.html")
+
+INVENTED_VALUE = Declared(
+    "W1005", "heat",
+    "Heat rejects a value nfvcat invented for a parameter that has none",
+    "To validate strictly, nfvcat gives each parameter without a value or default a value "
+    "that satisfies everything it declares and every property it feeds. When no such value "
+    "exists (two allowed patterns that exclude each other, a parameter given both to an "
+    "integer and to a CIDR property), Heat's finding depends on a value the user never wrote: "
+    "it is a warning, naming the invented value. Give the parameter a value (-P, -e) to "
+    "validate it.",
+    "https://docs.openstack.org/heat/latest/template_guide/hot_spec.html#parameter-constraints")
+
+UNKNOWN_NAMESPACE = Declared(
+    "W2003", "nova",
+    "Extra spec namespace unknown to Nova",
+    "Nova's validators let an extra spec in a namespace they do not know pass silently; such a "
+    "key (a typo like `hw_cpu:policy`, or a site-specific namespace) has no effect unless a "
+    "filter of the site reads it.",
+    "https://docs.openstack.org/nova/latest/configuration/extra-specs.html")
