@@ -42,12 +42,19 @@ def safe(rule: Rule, doc: Document, ctx: Context) -> list[RawFinding]:
         return [RawFinding(ENGINE_FAILURE.id, (), f"rule {rule.id} failed: {type(exc).__name__}: {exc}")]
 
 
+def with_examples(doc: Document, ctx: Context, library: Library, examples: Examples,
+                  options: Options) -> list[Context]:
+    """The contexts a document is checked in: one per example environment of its entry (its parameters, then
+    -P), else ``ctx`` alone."""
+    return [replace(ctx, parameters={**env_parameters(library.doc(ex)), **options.parameters})
+            for ex in examples.of(doc)] or [ctx]
+
+
 def check(doc: Document, ctx: Context, rules: list[Rule], library: Library, examples: Examples,
           options: Options) -> Found:
     """``rules`` over the document (an entry's template with each of its examples)."""
     found: Found = []
-    contexts = [replace(ctx, parameters={**env_parameters(library.doc(ex)), **options.parameters})
-                for ex in examples.of(doc)] or [ctx]
+    contexts = with_examples(doc, ctx, library, examples, options)
     for rule in rules:
         if doc.kind in rule.kinds:
             for each in contexts:
@@ -67,10 +74,8 @@ def check_nested(parent: Document, ctx: Context, rules: list[Rule], library: Lib
     networks and flavor reach the VNF template's ports and server), once per example of the parent."""
     if parent.kind != "hot":
         return []
-    contexts = [replace(ctx, parameters={**env_parameters(library.doc(ex)), **options.parameters})
-                for ex in examples.of(parent)] or [ctx]
     found: Found = []
-    for each in contexts:
+    for each in with_examples(parent, ctx, library, examples, options):
         found.extend(nested(parent, each, rules, library, via=[]))
     return found
 
