@@ -17,7 +17,8 @@ import yaml
 from nfvcat.catalog import inventory
 from nfvcat.cloud import check as chk
 from nfvcat.cloud import verdicts as vd
-from nfvcat.cloud.hostaccess import HostFacts, LibvirtXml
+from nfvcat.cloud.hostaccess import HostCell, HostFacts, LibvirtXml, PciDevice
+from nfvcat.lab.devcloud.hostaccess import DevcloudState
 from tests.unit.cloudfake import connection
 
 INVENTORY = """
@@ -151,22 +152,31 @@ def mock(cloud: tuple[requests_mock.Mocker, Any]) -> requests_mock.Mocker:
 
 
 class Facts:
-    """A host access answering from a dict (the unit of the HostAccess protocol)."""
+    """A host access answering from dicts (the unit of the HostAccess protocol)."""
 
     name = "test host"
+    source = "from the test's records"
 
-    def __init__(self, facts: dict[str, HostFacts]) -> None:
+    def __init__(self, facts: dict[str, HostFacts], cells: dict[str, list[HostCell]] | None = None) -> None:
         self.data = facts
+        self.host_cells = cells or {}
 
     def facts(self, server_id: str, host: str | None) -> HostFacts | None:
         return self.data.get(server_id)
+
+    def cells(self, host: str) -> list[HostCell] | None:
+        return self.host_cells.get(host)
+
+
+LAST: list[vd.Verdict] = []
 
 
 def verdicts(m: requests_mock.Mocker, servers: list[dict[str, Any]], admin: bool = True,
              access: Any = None) -> dict[tuple[str, str], set[str]]:
     Cloud(m, servers, admin)
     out: dict[tuple[str, str], set[str]] = {}
-    for v in chk.check_stack(connection(), "chain", INV, access):
+    LAST[:] = chk.check_stack(connection(), "chain", INV, access)
+    for v in LAST:
         out.setdefault((v.check, v.status), set()).add(v.subject)
     return out
 
@@ -252,12 +262,51 @@ def qat_server(rp: str, host_node: int = 0) -> dict[str, Any]:
     return srv
 
 
+def vf(address: str, port: str | None = None, node: int | None = 0) -> PciDevice:
+    """A VF as Nova's records hold it: its PF by the inventory's address scheme, the port it was requested for."""
+    pf = address.rsplit(":", 1)[0] + ":00.0"
+    return PciDevice(address, numa_node=node, parent=pf, port_id=port)
+
+
 def test_qat_vf_through_placement(mock: requests_mock.Mocker) -> None:
     found = verdicts(mock, [qat_server("rp-qat0")])
-    assert failed(found) == set(), found
+    # Placement alone: the device Nova gave the guest is in no API, so the two records cannot be compared
+    assert failed(found) == {"Placement and Nova's PCI records"}, found
+    assert ("Placement and Nova's PCI records", vd.HOST_ACCESS) in found
     assert ("PCI NUMA affinity", vd.PASS) in found and ("PCI devices (Placement)", vd.PASS) in found
-    mock.reset()  # the VF on node 1, the guest on node 0
-    assert failed(verdicts(mock, [qat_server("rp-qat1")])) == {"PCI NUMA affinity"}
+    mock.reset()  # Placement's provider on node 1, the guest on node 0
+    assert "PCI NUMA affinity" in failed(verdicts(mock, [qat_server("rp-qat1")]))
+    mock.reset()
+    access = Facts({"q": HostFacts(pci=[vf("0000:3d:02.0")])})
+    found = verdicts(mock, [qat_server("rp-qat0")], access=access)
+    assert failed(found) == set(), found
+    assert ("Placement and Nova's PCI records", vd.PASS) in found
+
+
+def test_qat_vf_numa_node_from_novas_record(mock: requests_mock.Mocker) -> None:
+    # the inventory puts 0000:3d:02.0 on node 0 with the guest; Nova's record of the device puts it on node 1
+    access = Facts({"q": HostFacts(pci=[vf("0000:3d:02.0", node=1)])})
+    assert failed(verdicts(mock, [qat_server("rp-qat0")], access=access)) == {"PCI NUMA affinity"}
+
+
+def detail(check: str, status: str) -> str:
+    return next(v.detail for v in LAST if v.check == check and v.status == status)
+
+
+def test_placement_and_novas_pci_records_disagree_both_ways(mock: requests_mock.Mocker) -> None:
+    # Nova's record moved to the VF of the other node's PF, Placement unchanged: the guest's device is on the
+    # wrong node (an affinity failure) and the records disagree
+    nova_moved = Facts({"q": HostFacts(pci=[vf("0000:b1:02.0", node=1)])})
+    found = verdicts(mock, [qat_server("rp-qat0")], access=nova_moved)
+    assert failed(found) == {"Placement and Nova's PCI records", "PCI NUMA affinity"}, found
+    text = detail("Placement and Nova's PCI records", vd.FAIL)
+    assert text.startswith("disagree") and "0000:3D:00.0" in text and "0000:b1:02.0" in text
+    mock.reset()  # only Placement's allocation moved: the device Nova gave the guest is on the guest's node
+    placement_moved = Facts({"q": HostFacts(pci=[vf("0000:3d:02.0", node=0)])})
+    found = verdicts(mock, [qat_server("rp-qat1")], access=placement_moved)
+    assert failed(found) == {"Placement and Nova's PCI records"}, found
+    text = detail("Placement and Nova's PCI records", vd.FAIL)
+    assert "0000:B1:00.0" in text and "0000:3d:02.0" in text and "from the test's records" in text
 
 
 def test_qat_without_placement_tracking_is_unknown_not_pass(mock: requests_mock.Mocker) -> None:
@@ -278,17 +327,17 @@ def test_sriov_vf_against_novas_allocation(mock: requests_mock.Mocker) -> None:
     assert failed(found) == {"VF = Nova's allocation"}
     assert ("VF = Nova's allocation", vd.HOST_ACCESS) in found
     mock.reset()
-    ok = Facts({"a": HostFacts(pinning={0: 2, 1: 3, 2: 4, 3: 5}, pci=["0000:3b:02.1"])})
+    ok = Facts({"a": HostFacts(pinning={0: 2, 1: 3, 2: 4, 3: 5}, pci=[vf("0000:3b:02.1", "p-a-left")])})
     assert failed(verdicts(mock, [srv], access=ok)) == set()
     mock.reset()
-    wrong = Facts({"a": HostFacts(pinning={0: 2, 1: 3, 2: 4, 3: 5}, pci=["0000:3b:02.0"])})
+    wrong = Facts({"a": HostFacts(pinning={0: 2, 1: 3, 2: 4, 3: 5}, pci=[vf("0000:3b:02.0", "p-a-left")])})
     assert failed(verdicts(mock, [srv], access=wrong)) == {"VF = Nova's allocation"}
 
 
 def test_vf_on_the_wrong_socket_fails(mock: requests_mock.Mocker) -> None:
     srv = pinned("a", specs={**DEDICATED, "hw:pci_numa_affinity_policy": "socket"})
     srv["ports"] = [vf_port("a-left", "0000:af:02.0")]  # the NIC of node 1
-    ok = Facts({"a": HostFacts(pci=["0000:af:02.0"])})
+    ok = Facts({"a": HostFacts(pci=[vf("0000:af:02.0", "p-a-left", node=1)])})
     assert failed(verdicts(mock, [srv], access=ok)) == {"VF NUMA affinity"}
 
 
@@ -317,6 +366,123 @@ def test_emulator_threads_on_another_instances_pcpu_fail(mock: requests_mock.Moc
     assert "emulator threads" in failed(verdicts(mock, [srv, other], access=access))
 
 
+def test_each_sriov_port_is_matched_to_its_own_pci_request(mock: requests_mock.Mocker) -> None:
+    srv = pinned("a")
+    srv["ports"] = [vf_port("a-left", "0000:3b:02.0"), vf_port("a-right", "0000:3b:02.1")]
+    records = Facts({"a": HostFacts(pci=[vf("0000:3b:02.0", "p-a-left"), vf("0000:3b:02.1", "p-a-right")])})
+    found = verdicts(mock, [srv], access=records)
+    assert failed(found) == set(), found
+    assert found[("VF = Nova's allocation", vd.PASS)] == {"a-left", "a-right"}
+    mock.reset()  # Neutron's slots swapped: each names a VF of the instance, but the one of the other port
+    srv["ports"] = [vf_port("a-left", "0000:3b:02.1"), vf_port("a-right", "0000:3b:02.0")]
+    found = verdicts(mock, [srv], access=records)
+    assert failed(found) == {"VF = Nova's allocation"}
+    assert found[("VF = Nova's allocation", vd.FAIL)] == {"a-left", "a-right"}
+    assert "Nova's device for port p-a-right" in next(v.detail for v in LAST if v.subject == "a-left" and
+                                                       v.check == "VF = Nova's allocation")
+    mock.reset()  # a source that does not say which port a device was given for cannot pass the match
+    unmarked = Facts({"a": HostFacts(pci=[PciDevice("0000:3b:02.0"), PciDevice("0000:3b:02.1")])})
+    found = verdicts(mock, [srv], access=unmarked)
+    assert found[("VF = Nova's allocation", vd.UNKNOWN)] == {"a-left", "a-right"}
+
+
+def test_port_vf_numa_node_from_novas_record(mock: requests_mock.Mocker) -> None:
+    srv = pinned("a", specs={**DEDICATED, "hw:pci_numa_affinity_policy": "required"})
+    srv["ports"] = [vf_port("a-left", "0000:3b:02.0")]  # the NIC of node 0, as the guest
+    assert failed(verdicts(mock, [srv], access=Facts({"a": HostFacts(pci=[vf("0000:3b:02.0", "p-a-left")])}))) \
+        == set()
+    mock.reset()
+    moved = Facts({"a": HostFacts(pci=[vf("0000:3b:02.0", "p-a-left", node=1)])})
+    assert failed(verdicts(mock, [srv], access=moved)) == {"VF NUMA affinity"}
+
+
+def test_vcpus_on_another_instances_emulator_pcpu_fail_in_their_own_check(mock: requests_mock.Mocker) -> None:
+    rt = pinned("r", host=NOSMT, specs=RT)
+    other = pinned("o", {0: 6, 1: 7}, host=NOSMT)
+    access = Facts({"r": HostFacts(emulator_pcpus={6}, emulator_policy="isolate")})
+    found = verdicts(mock, [rt, other], access=access)
+    assert found[("pCPUs not shared with other instances", vd.FAIL)] == {"o"}
+    assert "server r's emulator threads" in next(v.detail for v in LAST if v.subject == "o" and v.status == vd.FAIL)
+    mock.reset()  # without host access, r's emulator threads cannot be seen: o's check cannot pass
+    found = verdicts(mock, [rt, other])
+    assert ("pCPUs not shared with other instances", vd.HOST_ACCESS) in found
+    assert "o" in found[("pCPUs not shared with other instances", vd.HOST_ACCESS)]
+    mock.reset()  # on a pCPU of its own, o passes
+    other = pinned("o", {0: 7}, host=NOSMT)
+    access = Facts({"r": HostFacts(emulator_pcpus={6}, emulator_policy="isolate")})
+    assert "o" in verdicts(mock, [rt, other], access=access)[("pCPUs not shared with other instances", vd.PASS)]
+
+
+def test_isolation_counts_the_shared_set_as_held(mock: requests_mock.Mocker) -> None:
+    # an instance that asks for isolation, pinned on node 0's cpu_shared_set (0-1): floating vCPUs run there
+    found = verdicts(mock, [pinned("r", {0: 0, 1: 1, 2: 4, 3: 5}, host=NOSMT, specs=RT)],
+                     access=Facts({"r": HostFacts(emulator_pcpus={6}, emulator_policy="isolate")}))
+    assert {"pCPUs not shared with other instances", "CPU pinning"} <= failed(found)
+    mock.reset()  # without isolation the shared set is the pinning check's alone
+    assert failed(verdicts(mock, [pinned("a", {0: 0, 1: 1, 2: 4, 3: 5}, host=NOSMT)])) == {"CPU pinning"}
+
+
+REQUIRE = {**DEDICATED, "hw:cpu_thread_policy": "require"}
+ISOLATE = {**DEDICATED, "hw:cpu_thread_policy": "isolate"}
+
+
+def test_thread_policy_require_needs_sibling_pairs(mock: requests_mock.Mocker) -> None:
+    found = verdicts(mock, [pinned("a", {0: 2, 1: 18, 2: 3, 3: 19}, specs=REQUIRE)])
+    assert failed(found) == set() and ("CPU thread policy", vd.PASS) in found
+    mock.reset()  # the host without SMT: no core has a sibling
+    found = verdicts(mock, [pinned("a", host=NOSMT, specs=REQUIRE)])
+    assert failed(found) == {"CPU thread policy"}
+    mock.reset()  # the inventory says SMT, the compute host's own topology has no sibling pairs
+    flat = [HostCell(0, set(range(2, 8)) | set(range(18, 24)), {0, 1, 16, 17}, [{c} for c in range(32)])]
+    found = verdicts(mock, [pinned("a", {0: 2, 1: 18, 2: 3, 3: 19}, specs=REQUIRE)],
+                     access=Facts({"a": HostFacts()}, {SMT: flat}))
+    assert failed(found) == {"CPU thread policy"}
+    assert "compute host's topology, from the test's records" in detail("CPU thread policy", vd.FAIL)
+    assert ("CPU thread policy", vd.PASS) in found  # the inventory's map still has the pairs
+
+
+def test_thread_policy_isolate_needs_idle_siblings(mock: requests_mock.Mocker) -> None:
+    iso = pinned("i", {0: 2, 1: 3}, specs=ISOLATE)
+    found = verdicts(mock, [iso])
+    assert failed(found) == set() and ("CPU thread policy", vd.PASS) in found
+    mock.reset()  # another instance on the sibling of pCPU 2 (18)
+    found = verdicts(mock, [iso, pinned("o", {0: 18, 1: 20})])
+    assert failed(found) == {"CPU thread policy"} and found[("CPU thread policy", vd.FAIL)] == {"i"}
+    mock.reset()  # its own second vCPU on the sibling
+    assert failed(verdicts(mock, [pinned("i", {0: 2, 1: 18}, specs=ISOLATE)])) == {"CPU thread policy"}
+    mock.reset()  # no SMT: no sibling to be busy
+    found = verdicts(mock, [pinned("i", {0: 2, 1: 3}, host=NOSMT, specs=ISOLATE),
+                            pinned("o", {0: 4, 1: 5}, host=NOSMT)])
+    assert failed(found) == set() and ("CPU thread policy", vd.PASS) in found
+
+
+def test_devcloud_state_reads_novas_pci_requests_and_the_host_topology(tmp_path: Path) -> None:
+    (tmp_path / "secrets.json").write_text(json.dumps({"db": "x"}))
+    topo = {"nova_object.data": {"cells": [{"nova_object.data": {"cpu_pinning_raw": {"0": 2},
+                                                                 "cpuset_reserved": [6]}}]}}
+    requests = [{"count": 1, "spec": [{}], "alias_name": None, "request_id": "r-port", "requester_id": "p-1"},
+                {"count": 1, "spec": [{}], "alias_name": "qat-vf", "request_id": "r-qat", "requester_id": None}]
+    host = {"nova_object.data": {"cells": [{"nova_object.data": {"id": 0, "cpuset": [0, 24], "pcpuset": [2, 26],
+                                                                 "siblings": [[0, 24], [2, 26]]}}]}}
+    rows: dict[str, list[tuple[Any, ...]]] = {
+        "SELECT numa_topology, pci_requests": [(json.dumps(topo), json.dumps(requests))],
+        "SELECT address, numa_node": [("0000:3b:02.0", 0, "0000:3b:00.0", "r-port"),
+                                      ("0000:3d:02.0", 1, "0000:3d:00.0", "r-qat")],
+        "SELECT numa_topology FROM compute_nodes": [(json.dumps(host),)]}
+
+    class Recorded(DevcloudState):
+        def query(self, sql: str, *args: Any) -> list[tuple[Any, ...]]:
+            return next(r for prefix, r in rows.items() if sql.startswith(prefix))
+
+    state = Recorded(tmp_path)
+    facts = state.facts("u-1", "h")
+    assert facts is not None and facts.pinning == {0: 2} and facts.emulator_pcpus == {6}
+    assert facts.pci == [PciDevice("0000:3b:02.0", 0, "0000:3b:00.0", "p-1"),
+                         PciDevice("0000:3d:02.0", 1, "0000:3d:00.0", None)]
+    assert state.cells("h") == [HostCell(0, {2, 26}, {0, 24}, [{0, 24}, {2, 26}])]
+    assert state.source == "from Nova's records"
+
+
 def test_vhostuser_port_needs_huge_pages(mock: requests_mock.Mocker) -> None:
     port = {"id": "p1", "name": "s-mgmt", "network_id": "net-mgmt", "binding:vnic_type": "normal",
             "binding:vif_type": "vhostuser", "binding:host_id": SMT, "binding:profile": {},
@@ -332,10 +498,14 @@ def test_libvirt_domain_xml_host_access(tmp_path: Path) -> None:
     (tmp_path / "dom.xml").write_text(
         "<domain><uuid>u-1</uuid><cputune><vcpupin vcpu='0' cpuset='4'/><vcpupin vcpu='1' cpuset='5'/>"
         "<emulatorpin cpuset='6'/></cputune><devices><hostdev mode='subsystem' type='pci'><source>"
-        "<address domain='0x0000' bus='0x3d' slot='0x02' function='0x1'/></source></hostdev></devices></domain>")
+        "<address domain='0x0000' bus='0x3d' slot='0x02' function='0x1'/></source></hostdev>"
+        "<interface type='hostdev'><mac address='FA:16:3E:00:00:01'/><source>"
+        "<address type='pci' domain='0x0000' bus='0x3b' slot='0x02' function='0x0'/></source></interface>"
+        "</devices></domain>")
     facts = LibvirtXml(tmp_path).facts("u-1", None)
     assert facts is not None
-    assert facts.pinning == {0: 4, 1: 5} and facts.emulator_pcpus == {6} and facts.pci == ["0000:3d:02.1"]
+    assert facts.pinning == {0: 4, 1: 5} and facts.emulator_pcpus == {6}
+    assert facts.pci == [PciDevice("0000:3d:02.1"), PciDevice("0000:3b:02.0", mac="fa:16:3e:00:00:01")]
     assert LibvirtXml(tmp_path).facts("u-2", None) is None
 
 

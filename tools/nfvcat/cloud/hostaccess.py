@@ -1,10 +1,12 @@
 """What ``nfvcat check`` can only learn on the compute host, never through an API: the pCPUs of an instance's
-emulator threads, the PCI devices Nova allocated for its SR-IOV ports, and (:class:`SwitchAccess`, the dev cloud
-only) the OpenFlow flows and groups on a host's integration bridge.
+emulator threads, the PCI devices it was given (each with its NUMA node and the Neutron port it was allocated
+for, where the source says), the host's own NUMA cells and thread siblings, and (:class:`SwitchAccess`, the dev
+cloud only) the OpenFlow flows and groups on a host's integration bridge.
 
 The interface is :class:`HostAccess` (and :class:`SwitchAccess`); this module knows one source that any cloud
 can give, a directory of libvirt domain XML files (``virsh dumpxml <domain> > DIR/<instance uuid>.xml`` on each
-compute): ``<cputune>`` ``vcpupin``/``emulatorpin`` and the ``<hostdev>`` PCI source addresses. The dev cloud
+compute): ``<cputune>`` ``vcpupin``/``emulatorpin``, the ``<hostdev>`` PCI source addresses and those of
+``<interface type='hostdev'>`` (a port's VF, known by the interface's MAC). The dev cloud
 provides another (``check --host-access devcloud``: ``nfvcat.lab.devcloud.hostaccess``); code for any cloud
 knows no dev cloud.
 """
@@ -21,19 +23,47 @@ from nfvcat.core.errors import UserError
 
 
 @dataclass
+class PciDevice:
+    """A PCI device given to an instance, as the host access's source records it."""
+    address: str
+    numa_node: int | None = None  # None: the source does not say (a domain XML names no node)
+    parent: str | None = None  # a VF's PF
+    port_id: str | None = None  # the Neutron port it was allocated for (Nova's PCI request: requester_id)
+    mac: str | None = None  # the guest interface's MAC (libvirt: <interface type='hostdev'>)
+
+    @property
+    def for_port(self) -> bool:
+        """Given for a Neutron port (else for the flavor's pci_passthrough:alias)."""
+        return self.port_id is not None or self.mac is not None
+
+
+@dataclass
 class HostFacts:
     """One instance as its compute host has it."""
     pinning: dict[int, int] = field(default_factory=dict)  # vCPU -> pCPU
     emulator_pcpus: set[int] | None = None  # None: emulator threads float (not pinned to dedicated pCPUs)
     emulator_policy: str | None = None
-    pci: list[str] = field(default_factory=list)  # PCI addresses given to the instance
+    pci: list[PciDevice] = field(default_factory=list)  # PCI devices given to the instance
+
+
+@dataclass
+class HostCell:
+    """A NUMA cell of a compute host as the host reports it (Nova's NUMACell)."""
+    id: int
+    dedicated: set[int]  # pcpuset: [compute] cpu_dedicated_set
+    shared: set[int]  # cpuset: [compute] cpu_shared_set
+    siblings: list[set[int]]  # the threads of each core
 
 
 class HostAccess(Protocol):
     name: str
+    source: str  # what a verdict's detail says its facts come from ("from Nova's records")
 
     def facts(self, server_id: str, host: str | None) -> HostFacts | None:
         """None when this source does not know the instance."""
+
+    def cells(self, host: str) -> list[HostCell] | None:
+        """The compute host's NUMA cells, None when this source does not know them."""
 
 
 @runtime_checkable
@@ -65,6 +95,7 @@ class LibvirtXml:
             raise UserError(f"--host-access {directory}: not a directory of libvirt domain XML files")
         self.dir = directory
         self.name = f"libvirt XML in {directory}"
+        self.source = "from the guest's libvirt domain XML"
 
     def facts(self, server_id: str, host: str | None) -> HostFacts | None:
         path = self.dir / f"{server_id}.xml"
@@ -91,15 +122,26 @@ class LibvirtXml:
         if emu is not None:
             facts.emulator_pcpus = _cpus(emu.get("cpuset", ""))
         for addr in root.findall("./devices/hostdev/source/address"):
-            try:
-                facts.pci.append(f"{int(addr.get('domain', '0'), 16):04x}:{int(addr.get('bus', '0'), 16):02x}:"
-                                 f"{int(addr.get('slot', '0'), 16):02x}.{int(addr.get('function', '0'), 16)}")
-            except ValueError:
-                continue
-        for iface in root.findall("./devices/interface[@type='hostdev']/source/address"):
-            facts.pci.append(f"{int(iface.get('domain', '0'), 16):04x}:{int(iface.get('bus', '0'), 16):02x}:"
-                             f"{int(iface.get('slot', '0'), 16):02x}.{int(iface.get('function', '0'), 16)}")
+            if (address := pci_address(addr)) is not None:
+                facts.pci.append(PciDevice(address))
+        for iface in root.findall("./devices/interface[@type='hostdev']"):
+            source, mac = iface.find("./source/address"), iface.find("./mac")
+            if source is not None and (address := pci_address(source)) is not None:
+                facts.pci.append(PciDevice(address, mac=mac.get("address", "").lower() if mac is not None else ""))
         return facts
+
+    def cells(self, host: str) -> list[HostCell] | None:
+        """A domain XML does not describe its host."""
+        return None
+
+
+def pci_address(addr: ET.Element) -> str | None:
+    """A libvirt <address domain bus slot function> as 0000:3b:02.1."""
+    try:
+        return (f"{int(addr.get('domain', '0'), 16):04x}:{int(addr.get('bus', '0'), 16):02x}:"
+                f"{int(addr.get('slot', '0'), 16):02x}.{int(addr.get('function', '0'), 16)}")
+    except ValueError:
+        return None
 
 
 def open_access(spec: str | None, providers: dict[str, Callable[[], HostAccess]] | None = None) -> HostAccess | None:

@@ -1,7 +1,8 @@
 """The dev cloud's host access (``check --host-access devcloud``): its own recorded state (its state directory;
-Nova's database: ``instance_extra`` numa_topology, ``pci_devices``), which is what its simulated hypervisor
-would have given libvirt, and the Open vSwitch of each of its compute hosts. It provides
-``nfvcat.cloud.hostaccess``'s interface; ``nfvcat.cloud`` does not know it."""
+Nova's database: ``instance_extra`` numa_topology and pci_requests, ``pci_devices``, ``compute_nodes``
+numa_topology), which is what its simulated hypervisor would have given libvirt, and the Open vSwitch of each
+of its compute hosts. These are the records Nova's API reads too, not a running guest: the verdicts say "from
+Nova's records". It provides ``nfvcat.cloud.hostaccess``'s interface; ``nfvcat.cloud`` does not know it."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from typing import Any
 
 from nfvcat.catalog import inventory
 from nfvcat.cloud import hostaccess
-from nfvcat.cloud.hostaccess import HostAccess, HostFacts
+from nfvcat.cloud.hostaccess import HostAccess, HostCell, HostFacts, PciDevice
 from nfvcat.core.errors import EXIT_ENGINE, UserError
 from nfvcat.lab.devcloud import computes
 from nfvcat.lab.devcloud.lifecycle import inventory_of
@@ -31,6 +32,7 @@ class DevcloudState:
                             EXIT_ENGINE)
         self.password = str(json.loads(secrets.read_text())["db"])
         self.name = f"dev cloud state in {root}"
+        self.source = "from Nova's records"  # what the simulated hypervisor would have given libvirt
         self._db: Any = None
         self.root = root
         self._switches: DevcloudSwitches | None = None
@@ -64,7 +66,8 @@ class DevcloudState:
             return list(cur.fetchall())
 
     def facts(self, server_id: str, host: str | None) -> HostFacts | None:
-        rows = self.query("SELECT numa_topology FROM instance_extra WHERE instance_uuid=%s AND deleted=0", server_id)
+        rows = self.query("SELECT numa_topology, pci_requests FROM instance_extra WHERE instance_uuid=%s AND "
+                          "deleted=0", server_id)
         if not rows:
             return None
         facts = HostFacts()
@@ -80,10 +83,29 @@ class DevcloudState:
             # Nova's libvirt driver pins the emulator threads to cpuset_reserved under policy isolate; under
             # share they float on [compute] cpu_shared_set (not dedicated pCPUs)
             facts.emulator_pcpus = reserved if reserved or facts.emulator_policy == "isolate" else None
-        facts.pci = [str(r[0]) for r in self.query(
-            "SELECT address FROM pci_devices WHERE instance_uuid=%s AND deleted=0 AND status='allocated' "
-            "ORDER BY address", server_id)]
+        # InstancePCIRequest: a Neutron port's request carries the port as requester_id
+        port_of = {r.get("request_id"): r.get("requester_id") for r in json.loads(rows[0][1] or "[]")
+                   if r.get("requester_id")}
+        facts.pci = [PciDevice(str(address), None if node is None else int(node), str(parent) if parent else None,
+                               port_of.get(request))
+                     for address, node, parent, request in self.query(
+                         "SELECT address, numa_node, parent_addr, request_id FROM pci_devices WHERE instance_uuid=%s "
+                         "AND deleted=0 AND status='allocated' ORDER BY address", server_id)]
         return facts
+
+    def cells(self, host: str) -> list[HostCell] | None:
+        """The NUMA cells the host's nova-compute recorded (compute_nodes.numa_topology, what its driver
+        reported: libvirt's capabilities on a real host)."""
+        rows = self.query("SELECT numa_topology FROM compute_nodes WHERE host=%s AND deleted=0", host)
+        if not rows or not rows[0][0]:
+            return None
+        out = []
+        for cell in json.loads(rows[0][0]).get("nova_object.data", {}).get("cells") or []:
+            c = cell.get("nova_object.data", {})
+            out.append(HostCell(int(c["id"]), {int(x) for x in c.get("pcpuset") or []},
+                                {int(x) for x in c.get("cpuset") or []},
+                                [{int(x) for x in s} for s in c.get("siblings") or []]))
+        return out
 
 
 class DevcloudSwitches:
