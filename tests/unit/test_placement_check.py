@@ -286,7 +286,8 @@ def test_qat_vf_through_placement(mock: requests_mock.Mocker) -> None:
 def test_qat_vf_numa_node_from_novas_record(mock: requests_mock.Mocker) -> None:
     # the inventory puts 0000:3d:02.0 on node 0 with the guest; Nova's record of the device puts it on node 1
     access = Facts({"q": HostFacts(pci=[vf("0000:3d:02.0", node=1)])})
-    assert failed(verdicts(mock, [qat_server("rp-qat0")], access=access)) == {"PCI NUMA affinity"}
+    assert failed(verdicts(mock, [qat_server("rp-qat0")], access=access)) == {"PCI NUMA affinity",
+                                                                              "PCI NUMA node in the inventory"}
 
 
 def detail(check: str, status: str) -> str:
@@ -299,6 +300,7 @@ def test_placement_and_novas_pci_records_disagree_both_ways(mock: requests_mock.
     nova_moved = Facts({"q": HostFacts(pci=[vf("0000:b1:02.0", node=1)])})
     found = verdicts(mock, [qat_server("rp-qat0")], access=nova_moved)
     assert failed(found) == {"Placement and Nova's PCI records", "PCI NUMA affinity"}, found
+    assert ("PCI NUMA node in the inventory", vd.PASS) in found
     text = detail("Placement and Nova's PCI records", vd.FAIL)
     assert text.startswith("disagree") and "0000:3D:00.0" in text and "0000:b1:02.0" in text
     mock.reset()  # only Placement's allocation moved: the device Nova gave the guest is on the guest's node
@@ -393,7 +395,15 @@ def test_port_vf_numa_node_from_novas_record(mock: requests_mock.Mocker) -> None
         == set()
     mock.reset()
     moved = Facts({"a": HostFacts(pci=[vf("0000:3b:02.0", "p-a-left", node=1)])})
-    assert failed(verdicts(mock, [srv], access=moved)) == {"VF NUMA affinity"}
+    assert failed(verdicts(mock, [srv], access=moved)) == {"VF NUMA affinity", "PCI NUMA node in the inventory"}
+    mock.reset()  # the guest on node 1 with the VF Nova recorded there: affine, but the inventory is wrong
+    srv = pinned("a", host_node=1, pins={0: 10, 1: 11, 2: 12, 3: 13},
+                 specs={**DEDICATED, "hw:pci_numa_affinity_policy": "required"})
+    srv["ports"] = [vf_port("a-left", "0000:3b:02.0")]
+    found = verdicts(mock, [srv], access=moved)
+    assert failed(found) == {"PCI NUMA node in the inventory"} and ("VF NUMA affinity", vd.PASS) in found
+    assert "node 1 from the test's records, node 0 in the inventory" in detail("PCI NUMA node in the inventory",
+                                                                              vd.FAIL)
 
 
 def test_vcpus_on_another_instances_emulator_pcpu_fail_in_their_own_check(mock: requests_mock.Mocker) -> None:

@@ -37,6 +37,18 @@ def node_of(ctx: CheckContext, host: str | None, dev: PciDevice) -> tuple[int | 
     return inventory_node(ctx, host, dev.address), "node from the inventory: the source names none"
 
 
+def inventory_agrees(ctx: CheckContext, vnf: str, subject: str, host: str | None, devices: list[PciDevice]) -> None:
+    """The NUMA node a source recorded for each device against the inventory's (which ``nfvcat plan`` takes)."""
+    known = [(d, inventory_node(ctx, host, d.address)) for d in devices if d.numa_node is not None]
+    known = [(d, node) for d, node in known if node is not None]
+    if not known:
+        return
+    wrong = [f"{d.address}: node {d.numa_node} {ctx.source}, node {node} in the inventory" for d, node in known
+             if node != d.numa_node]
+    ctx.add(vnf, subject, "PCI NUMA node in the inventory", FAIL if wrong else PASS,
+            "; ".join(wrong) or f"{[d.address for d, _ in known]}: the same node in the inventory as {ctx.source}")
+
+
 def placement_devices(ctx: CheckContext, sid: str, name: str) -> list[tuple[str, str, int]] | None:
     """(provider name, resource class, amount) of each PCI device in the server's Placement allocations, None
     when they are admin-only."""
@@ -89,6 +101,7 @@ def flavor_devices(ctx: CheckContext, vnf: str, name: str, sid: str, host: str |
         _agree(ctx, vnf, name, placed, ours)
     pci_numa(ctx, vnf, name, host, specs, host_nodes, "PCI NUMA affinity",
              [(d.address, *node_of(ctx, host, d)) for d in ours])
+    inventory_agrees(ctx, vnf, name, host, ours)
 
 
 def _agree(ctx: CheckContext, vnf: str, name: str, placed: list[tuple[str, str, int]],
@@ -123,6 +136,7 @@ def port_vf(ctx: CheckContext, vnf: str, port: dict[str, Any], sid: str, host: s
     else:
         pci_numa(ctx, vnf, pname, host, specs, host_nodes, "VF NUMA affinity",
                  [(f"VF {dev.address}", *node_of(ctx, host, dev))])
+        inventory_agrees(ctx, vnf, pname, host, [dev])
 
 
 def _allocation(ctx: CheckContext, vnf: str, pname: str, port: dict[str, Any], slot: str,
