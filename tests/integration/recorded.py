@@ -86,6 +86,68 @@ class Recorded:
                          "resource_provider_id=%s", ids[from_rp], consumer, ids[to_rp])
 
 
+    # Nova: the PCI device records (pci_devices) of a compute host's devices
+    def pci_device(self, address: str, host: str) -> dict[str, Any]:
+        cols = ("id", "address", "numa_node", "parent_addr", "status", "instance_uuid", "request_id")
+        row = self.rows("nova", f"SELECT {', '.join('d.' + c for c in cols)} FROM pci_devices d JOIN compute_nodes n "
+                        "ON n.id = d.compute_node_id WHERE d.address=%s AND n.host=%s AND d.deleted=0 AND n.deleted=0",
+                        address, host)
+        assert row, (address, host)
+        return dict(zip(cols, row[0], strict=True))
+
+    def allocated_pci(self, server_id: str) -> list[dict[str, Any]]:
+        """The instance's allocated devices in Nova's records."""
+        return [self.pci_device(str(a), str(h)) for a, h in self.rows(
+            "nova", "SELECT d.address, n.host FROM pci_devices d JOIN compute_nodes n ON n.id = d.compute_node_id "
+            "WHERE d.instance_uuid=%s AND d.status='allocated' AND d.deleted=0", server_id)]
+
+    @contextmanager
+    def edited_pci_devices(self, changes: dict[int, dict[str, Any]]) -> Iterator[None]:
+        """Columns of pci_devices rows (by id) changed, and restored after."""
+        before = {}
+        for rid, cols in changes.items():
+            names = sorted(cols)
+            before[rid] = dict(zip(names, self.rows("nova", f"SELECT {', '.join(names)} FROM pci_devices WHERE id=%s",
+                                                     rid)[0], strict=True))
+        try:
+            for rid, cols in changes.items():
+                self._set_pci(rid, cols)
+            yield
+        finally:
+            for rid, cols in before.items():
+                self._set_pci(rid, cols)
+
+    def _set_pci(self, rid: int, cols: dict[str, Any]) -> None:
+        names = sorted(cols)
+        self.execute("nova", f"UPDATE pci_devices SET {', '.join(n + '=%s' for n in names)} WHERE id=%s",
+                     *[cols[n] for n in names], rid)
+
+    # Nova: a compute node's recorded topology (compute_nodes.numa_topology: the host's cells, thread siblings)
+    def host_topology(self, host: str) -> dict[str, Any]:
+        return dict(json.loads(self.one("nova", "SELECT numa_topology FROM compute_nodes WHERE host=%s AND deleted=0",
+                                        host)))
+
+    @contextmanager
+    def edited_siblings(self, host: str, edit: Callable[[list[list[list[int]]]], None]) -> Iterator[None]:
+        """The host's thread siblings (one list of cores per cell) edited, and restored after. Only the siblings
+        are written back: nova-compute saves its usage (pinned_cpus) into the same column meanwhile."""
+        topo = self.host_topology(host)
+        before = [c["siblings"] for c in cells(topo)]
+        siblings = json.loads(json.dumps(before))
+        edit(siblings)
+        self._set_siblings(host, siblings)
+        try:
+            yield
+        finally:
+            self._set_siblings(host, before)
+
+    def _set_siblings(self, host: str, siblings: list[list[list[int]]]) -> None:
+        topo = self.host_topology(host)
+        for cell, sib in zip(cells(topo), siblings, strict=True):
+            cell["siblings"] = sib
+        self.execute("nova", "UPDATE compute_nodes SET numa_topology=%s WHERE host=%s AND deleted=0", json.dumps(topo),
+                     host)
+
     # Nova's resource tracker: what each compute node counts as used, against what its instances hold
     def tracker_differences(self) -> list[str]:
         """Where a compute node's recorded NUMA usage (pinned pCPUs, used huge pages per cell) differs from the sum

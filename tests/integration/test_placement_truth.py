@@ -8,7 +8,8 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, ExitStack
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,9 @@ pytestmark = pytest.mark.usefixtures("onboarded")
 # flavors only the host without SMT can take (its aggregate has the classes shared and realtime; isolate is a
 # forbidden HW_CPU_HYPERTHREADING trait): deployed first, so the others cannot take their pCPUs
 FIRST = {"nfv.shared.4c4g", "nfv.pinned.isolate", "nfv.rt.isolate", "nfv.rt.share"}
-PORT_OF = {"nfv.sriov": ("nfv-sriov-left", "direct"), "nfv.dpdk": ("nfv-dpdk-left", "normal")}
+# the SR-IOV flavor's server has two VF ports: Nova allocates a VF for each port's own PCI request
+PORTS_OF = {"nfv.sriov": [("nfv-sriov-left", "direct"), ("nfv-sriov-right", "direct")],
+            "nfv.dpdk": [("nfv-dpdk-left", "normal")]}
 
 
 def catalog_flavors() -> dict[str, dict[str, Any]]:
@@ -36,17 +39,19 @@ def catalog_flavors() -> dict[str, dict[str, Any]]:
 
 
 def template(flavors: list[str]) -> dict[str, Any]:
-    """One server per flavor, each with the port its flavor is for (SR-IOV, OVS-DPDK) or a management port,
+    """One server per flavor, each with the ports its flavor is for (SR-IOV, OVS-DPDK) or a management port,
     booted one after the other."""
     resources: dict[str, Any] = {}
     for i, name in enumerate(flavors):
-        net, vnic = PORT_OF.get(name, ("nfv-mgmt", "normal"))
         short = f"f{i}-{name.removeprefix('nfv.').replace('.', '-')}"
-        resources[f"port{i}"] = {"type": "OS::Neutron::Port", "properties": {
-            "name": f"{short}-port", "network": net, "binding:vnic_type": vnic, "port_security_enabled": False}}
+        ports = PORTS_OF.get(name, [("nfv-mgmt", "normal")])
+        for j, (net, vnic) in enumerate(ports):
+            resources[f"port{i}_{j}"] = {"type": "OS::Neutron::Port", "properties": {
+                "name": f"{short}-port{j or ''}", "network": net, "binding:vnic_type": vnic,
+                "port_security_enabled": False}}
         resources[f"server{i}"] = {"type": "OS::Nova::Server", "properties": {
             "name": short, "flavor": name, "image": catalog_images()[0],
-            "networks": [{"port": {"get_resource": f"port{i}"}}]}}
+            "networks": [{"port": {"get_resource": f"port{i}_{j}"}} for j in range(len(ports))]}}
         if i:  # one at a time: concurrent claims race for the same NUMA cell and exhaust Nova's retries
             resources[f"server{i}"]["depends_on"] = [f"server{i - 1}"]
     return {"heat_template_version": "2021-04-16", "resources": resources}
@@ -212,13 +217,36 @@ def inventory_host(name: str) -> Any:
     return next(h for h in hosts if h.name == name)
 
 
+@dataclass
+class Case:
+    """A wrong placement: injected by ``make`` (a context manager that restores it), caught when check fails
+    ``expect`` (on ``subject``, if given) and not ``forbid``; ``intact`` tells the injection was still there."""
+    label: str
+    stack: str
+    expect: str
+    make: Callable[[], AbstractContextManager[Any]]
+    subject: str | None = None
+    forbid: str | None = None
+    intact: Callable[[], bool] | None = None
+
+    def caught(self, got: dict[str, list[str]]) -> bool:
+        return (self.expect in got and self.forbid not in got and
+                (self.subject is None or any(line.startswith(f"{self.subject}: ") for line in got[self.expect])))
+
+
+def pinned(db: Recorded, server_id: str) -> bool:
+    raw = db.rows("nova", "SELECT numa_topology FROM instance_extra WHERE instance_uuid=%s", server_id)
+    return bool(raw and raw[0][0] and any(c.get("cpu_pinning_raw") for c in cells(json.loads(raw[0][0]))))
+
+
 def test_check_fails_every_injected_wrong_placement(conn: Any, deployed: dict[str, Any], tmp_path: Path) -> None:
     db = Recorded()
-    cases: list[tuple[str, str, str, Callable[[], AbstractContextManager[Any]]]] = []
+    cases: list[Case] = []
 
-    def case(label: str, stack: str, expect: str) -> Callable[[Callable[[], AbstractContextManager[Any]]], None]:
+    def case(label: str, stack: str, expect: str, subject: str | None = None, forbid: str | None = None,
+             intact: Callable[[], bool] | None = None) -> Callable[[Callable[[], AbstractContextManager[Any]]], None]:
         def register(make: Callable[[], AbstractContextManager[Any]]) -> None:
-            cases.append((label, stack, expect, make))
+            cases.append(Case(label, stack, expect, make, subject, forbid, intact))
         return register
 
     p1g = server_of(deployed, "nfv.pinned.1g")
@@ -295,12 +323,16 @@ def test_check_fails_every_injected_wrong_placement(conn: Any, deployed: dict[st
         return set_pins(p2m, {k: other_node[-1 - i] for i, k in enumerate(sorted(p))})
     case("pins outside the node's dedicated set", p2m["stack"], "CPU pinning")(outside_dedicated)
 
+    sriov_ports = sorted(conn.network.ports(device_id=sriov["id"]), key=lambda p: p.name)
+    assert len(sriov_ports) == 2, [p.name for p in sriov_ports]
+
     def vf_differs() -> AbstractContextManager[Any]:
-        port = next(iter(conn.network.ports(device_id=sriov["id"])))
+        port = sriov_ports[0]
         slot = port.binding_profile["pci_slot"]
         host = inventory_host(sriov["host"])
         dev = next(d for d in host.devices if slot in d.vf_addresses())
-        other = next(a for a in dev.vf_addresses() if a != slot)  # same PF: only Nova's record differs
+        given = {p.binding_profile["pci_slot"] for p in sriov_ports}
+        other = next(a for a in dev.vf_addresses() if a not in given)  # same PF: only Nova's record differs
 
         def edit(profile: dict[str, Any]) -> None:
             profile["pci_slot"] = other
@@ -321,7 +353,7 @@ def test_check_fails_every_injected_wrong_placement(conn: Any, deployed: dict[st
         return db.edited_topology(rt["id"], edit_cells(edit))
     case("emulator threads overlapping a vCPU", rt["stack"], "emulator threads")(emulator_overlap)
 
-    def qat_wrong_node() -> AbstractContextManager[Any]:
+    def qat_placement_moved() -> AbstractContextManager[Any]:
         allocs = conn.placement.get(f"/allocations/{qat['id']}").json()["allocations"]
         pci_rp = next(rp for rp, a in allocs.items() if any(rc.startswith("CUSTOM_PCI_") for rc in a["resources"]))
         rps = conn.placement.get("/resource_providers").json()["resource_providers"]
@@ -332,19 +364,113 @@ def test_check_fails_every_injected_wrong_placement(conn: Any, deployed: dict[st
         other = next(d for d in qats if d.numa_node != mine.numa_node)
         target = next(r["uuid"] for r in rps if r["name"] == f"{qat['host']}_{other.address.upper()}")
         return db.moved_allocation(qat["id"], pci_rp, target)
-    case("QAT VF on the wrong node", qat["stack"], "PCI NUMA affinity")(qat_wrong_node)
+    # the guest's device (Nova's record) is still on the guest's node: a disagreement, not an affinity failure
+    case("QAT: only Placement's allocation on the other PF", qat["stack"], "Placement and Nova's PCI records",
+         forbid="PCI NUMA affinity")(qat_placement_moved)
+
+    def qat_vf() -> dict[str, Any]:
+        vfs = [d for d in db.allocated_pci(qat["id"]) if d["parent_addr"]]
+        assert len(vfs) == 1, vfs
+        return vfs[0]
+
+    def qat_nova_moved() -> AbstractContextManager[Any]:
+        mine = qat_vf()
+        host = inventory_host(qat["host"])
+        other_pf = next(d for d in host.devices if d.kind == "qat" and d.address != mine["parent_addr"])
+        free = next(d for d in (db.pci_device(a, qat["host"]) for a in other_pf.vf_addresses())
+                    if d["status"] == "available")
+        return db.edited_pci_devices({
+            mine["id"]: {"status": "available", "instance_uuid": None, "request_id": None},
+            free["id"]: {"status": "allocated", "instance_uuid": qat["id"], "request_id": mine["request_id"]}})
+    case("QAT: only Nova's record on the other PF", qat["stack"], "Placement and Nova's PCI records")(qat_nova_moved)
+
+    injected_node: list[int] = []
+
+    def qat_node() -> AbstractContextManager[Any]:
+        mine = qat_vf()
+        injected_node[:] = [1 - int(mine["numa_node"])]
+        return db.edited_pci_devices({mine["id"]: {"numa_node": injected_node[0]}})
+
+    def qat_node_intact() -> bool:  # nova-compute's periodic update (60 s) writes the driver's node back
+        return bool(qat_vf()["numa_node"] == injected_node[0])
+    case("QAT VF's node in Nova's record on the other node", qat["stack"], "PCI NUMA affinity",
+         intact=qat_node_intact)(qat_node)
+
+    def ports_swapped() -> AbstractContextManager[Any]:
+        left, right = sriov_ports
+        slots = (left.binding_profile["pci_slot"], right.binding_profile["pci_slot"])
+        stack = ExitStack()
+        for port, slot in ((left, slots[1]), (right, slots[0])):
+            def edit(profile: dict[str, Any], slot: str = slot) -> None:
+                profile["pci_slot"] = slot
+            stack.enter_context(db.edited_binding_profile(port.id, edit))
+        return stack
+    case("SR-IOV ports' VFs swapped (each the other port's)", sriov["stack"], "VF = Nova's allocation")(ports_swapped)
+
+    nosmt_pinned = sorted((s for s in deployed.values() if s["host"] == rt["host"] and s is not rt and
+                           pinned(db, s["id"])), key=lambda s: s["flavor"])
+    neighbour = nosmt_pinned[0]
+
+    def on_emulator_pcpu() -> AbstractContextManager[Any]:
+        reserved = cells(db.topology(rt["id"]))[0]["cpuset_reserved"]
+        node = cells(db.topology(rt["id"]))[0]["id"]
+        p = pins(neighbour)
+
+        def edit(cs: list[dict[str, Any]]) -> None:
+            cs[0]["cpu_pinning_raw"] = {**p, sorted(p)[0]: reserved[0]}
+            cs[0]["id"] = node
+        return db.edited_topology(neighbour["id"], edit_cells(edit))
+    case("vCPUs on another instance's emulator pCPU", neighbour["stack"], "pCPUs not shared with other instances",
+         subject=next(n for n, s in deployed.items() if s is neighbour))(on_emulator_pcpu)
+
+    require = server_of(deployed, "nfv.pinned.require")
+
+    def no_siblings() -> AbstractContextManager[Any]:
+        def edit(siblings: list[list[list[int]]]) -> None:
+            for i, cell in enumerate(siblings):
+                siblings[i] = [[c] for core in cell for c in core]
+        return db.edited_siblings(require["host"], edit)
+
+    def siblings_intact() -> bool:
+        return all(len(core) == 1 for c in cells(db.host_topology(require["host"])) for core in c["siblings"])
+    case("thread policy require on cores without siblings", require["stack"], "CPU thread policy",
+         intact=siblings_intact)(no_siblings)
+
+    isolate = server_of(deployed, "nfv.pinned.isolate")
+    busy = next(s for s in nosmt_pinned if s is not isolate)
+
+    def busy_sibling() -> AbstractContextManager[Any]:
+        mine, theirs = sorted(pins(isolate).values())[0], sorted(pins(busy).values())[0]
+
+        def edit(siblings: list[list[list[int]]]) -> None:
+            for i, cell in enumerate(siblings):
+                siblings[i] = [core for core in cell if not {mine, theirs} & set(core)]
+                if any(mine in core for core in cell):
+                    siblings[i].append([mine, theirs])
+        return db.edited_siblings(isolate["host"], edit)
+
+    def pair_intact() -> bool:
+        return any(len(core) == 2 for c in cells(db.host_topology(isolate["host"])) for core in c["siblings"])
+    case("thread policy isolate next to a busy sibling", isolate["stack"], "CPU thread policy",
+         intact=pair_intact)(busy_sibling)
 
     results = []
     for stack in ("truth-a", "truth-b"):  # clean before; each case is checked clean again after its restore
         assert check(stack)["ok"], f"{stack}: not clean before the injections"
     try:
-        for label, stack, expect, make in cases:
-            with make():
-                got = failed(check_in_process(conn, stack))
-            after = check_in_process(conn, stack)
-            results.append((label, expect, got, after["ok"]))
-            print(f"  {label:50} -> {'FAIL ' + expect if expect in got else 'MISSED'}"
-                  f"{'' if set(got) <= {expect} else ' (also ' + ', '.join(sorted(set(got) - {expect})) + ')'}"
+        for c in cases:
+            for _ in range(3):  # again if nova-compute undid the injection while check ran
+                with c.make():
+                    got = failed(check_in_process(conn, c.stack))
+                    intact = c.intact is None or c.intact()
+                if intact:
+                    break
+            else:
+                raise AssertionError(f"{c.label}: nova-compute undid the injection during each of 3 checks")
+            after = check_in_process(conn, c.stack)
+            results.append((c.label, c.expect, got, after["ok"], c.caught(got)))
+            print(f"  {c.label:50} -> {'FAIL ' + c.expect if c.caught(got) else 'MISSED'}"
+                  f"{'' if set(got) <= {c.expect} else ' (also ' + ', '.join(sorted(set(got) - {c.expect})) + ')'}"
                   f"; after restore: {'pass' if after['ok'] else 'NOT CLEAN'}")
     finally:  # whatever a periodic update saw during the injections leaves nova-compute's memory
         t = time.monotonic()
@@ -359,12 +485,12 @@ def test_check_fails_every_injected_wrong_placement(conn: Any, deployed: dict[st
     swapped = tmp_path / "swapped.yaml"
     swapped.write_text(yaml.safe_dump(inv))
     got = failed(check(p1g["stack"], "--inventory", str(swapped)))
-    results.append(("inventory CPU sets swapped", "CPU pinning", got, True))
-    caught = sum(expect in got for _, expect, got, _ in results)
-    clean = sum(ok for *_, ok in results)
+    results.append(("inventory CPU sets swapped", "CPU pinning", got, True, "CPU pinning" in got))
+    caught = sum(right for *_, right in results)
+    clean = sum(ok for *_, ok, _ in results)
     print(f"truth test: {len(results)} wrong placements injected, check failed {caught} with the right check, "
           f"{len(results) - caught} false pass(es); {clean}/{len(results)} clean again after restore")
-    assert caught == len(results), [(label, expect, got) for label, expect, got, _ in results if expect not in got]
+    assert caught == len(results), [(label, expect, got) for label, expect, got, _, right in results if not right]
     assert clean == len(results)
 
 
