@@ -383,7 +383,7 @@ resources:
 def test_parsed_texts_are_kept_as_new_copies_and_errors_are_raised_each_time() -> None:
     """The worker's memo of heatclient's parse: equal data, a new copy each call (Heat may change what it
     is given), YAML aliases still one object, a text that does not parse raises every time."""
-    from nfvcat.validation.engines.heat import _keeping_parsed
+    from nfvcat.validation.engines.heat_offline import _keeping_parsed
 
     calls: list[str] = []
 
@@ -420,7 +420,7 @@ def test_parsed_texts_are_kept_as_new_copies_and_errors_are_raised_each_time() -
 
 
 def test_template_verdicts_are_kept_per_text() -> None:
-    from nfvcat.validation.engines.heat import _keeping_verdicts
+    from nfvcat.validation.engines.heat_offline import _keeping_verdicts
 
     seen: list[object] = []
 

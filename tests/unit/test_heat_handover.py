@@ -19,7 +19,7 @@ from heatclient.common import template_format
 
 from nfvcat.core import yamlpos
 from nfvcat.core.documents import Document
-from nfvcat.validation.engines.heat import parsed_as_heatclient_parses
+from nfvcat.validation.engines.heat_handover import parsed_as_heatclient_parses
 from tests.unit.test_yamlpos_parsers import CORPUS, ROOT, TRICKY, _shape
 
 STRIPPED = {  # heatclient parses text.strip(): where that is not the text's data, nothing is handed over

@@ -135,9 +135,9 @@ def _heat() -> None:
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                from nfvcat.validation.engines import heat
+                from nfvcat.validation.engines import heat_offline
 
-                heat.offline_context()
+                heat_offline.offline_context()
         finally:
             logging.disable(previous)
         _heat_ready.append(True)
@@ -184,7 +184,7 @@ def render(vnf: str, environments: list[str] | None = None, parameters: dict[str
             raise UserError(f"{path.name}: parameters the day-0 data needs have no value: {', '.join(missing)} "
                             "(give them with -e or -P)")
         if unset:  # parameters day 0 does not depend on (networks, say): any valid value
-            from nfvcat.validation.engines.heat import placeholder
+            from nfvcat.validation.engines.heat_offline import placeholder
 
             env_params.update({n: placeholder(n, s, tpl, tmpl.env.get_class) for n, s in unset.items()})
             tmpl = template.Template(tpl, files=files, env=environment.Environment(env))
@@ -259,9 +259,9 @@ def _params_used(props: dict[str, Any], resources: dict[str, Any], conditions: d
 
 
 def _heat_state() -> Any:
-    from nfvcat.validation.engines import heat
+    from nfvcat.validation.engines import heat_offline
 
-    return heat.offline_context()
+    return heat_offline.offline_context()
 
 
 def _replace_get_attr(node: Any, attrs: dict[str, Any], where: str) -> Any:

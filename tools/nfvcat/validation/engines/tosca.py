@@ -9,7 +9,8 @@ it in the package) gets the same copies; inside a CSAR the files must really be 
 
 Findings: E4001 tosca-parser rejects the template, E4002 tosca-parser rejects the CSAR's structure,
 E4003 tacker's ``load_csar_data`` rejects the package (manifest hashes, VNF properties, flavours); only
-for VNF packages: a generic TOSCA CSAR gets tosca-parser's verdict alone, and its messages say so.
+for VNF packages: a generic TOSCA CSAR gets tosca-parser's verdict alone, and its messages say so. A message
+is located on the key path of the names it quotes (tosca_locate).
 Heat and Nova are never imported here (their oslo.config options clash with each other).
 """
 
@@ -31,6 +32,7 @@ import yaml
 from nfvcat.core.documents import Document, display_path
 from nfvcat.validation.emitted import CSAR_STRUCTURE, ENGINE_FAILURE, TACKER_CSAR, TOSCA_PARSER
 from nfvcat.validation.engines.jobs import EngineJob, JobContext
+from nfvcat.validation.engines.tosca_locate import QUOTED, locate
 from nfvcat.validation.engines.worker import Job, Result, finding, serve
 
 ENGINE = "tosca"
@@ -46,7 +48,6 @@ OFFLINE = "is not fetched: nfvcat validates offline"
 VNF_TYPE = "tosca.nodes.nfv.VNF"
 GENERIC_CSAR = ("a generic TOSCA CSAR, not a VNF package: tosca-parser's checks ran, tacker's VNF-package "
                 "checks do not apply")
-SECTIONS = ("node_templates", "inputs", "outputs", "policies", "groups", "relationship_templates")
 
 _state: dict[str, Any] = {"read": None, "bare_sol001": False}
 
@@ -168,98 +169,6 @@ def _load(path: str) -> Any:
         return None
 
 
-def _names(data: Any) -> dict[str, list[Any]]:
-    """Template names in one TOSCA document -> the key path where each is defined."""
-    names: dict[str, list[Any]] = {}
-    if not isinstance(data, dict):
-        return names
-    topo = data.get("topology_template")
-    if isinstance(topo, dict):
-        for section in SECTIONS:
-            items = topo.get(section)
-            if isinstance(items, dict):
-                for key in items:
-                    names.setdefault(str(key), ["topology_template", section, key])
-            elif isinstance(items, list):  # policies and groups as a list of one-key maps
-                for i, item in enumerate(items):
-                    if isinstance(item, dict):
-                        for key in item:
-                            names.setdefault(str(key), ["topology_template", section, i, key])
-    return names
-
-
-def _get(data: Any, path: list[Any]) -> Any:
-    for key in path:
-        data = data[key]
-    return data
-
-
-def _find_key(node: Any, keys: list[str], base: list[Any], depth: int = 8) -> list[Any] | None:
-    """Breadth-first: the path of the first key among ``keys`` in ``node`` (a key whose value is also
-    quoted in the message wins), else of the first value among them."""
-    level: list[tuple[Any, list[Any]]] = [(node, base)]
-    fallback: list[Any] | None = None
-    by_value: list[Any] | None = None
-    for _ in range(depth):
-        following: list[tuple[Any, list[Any]]] = []
-        for value, path in level:
-            items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(
-                value, list) else ()
-            for key, child in items:
-                scalar = isinstance(child, (str, int, float)) and not isinstance(child, bool)
-                if isinstance(key, str) and key in keys:
-                    if scalar and str(child) in keys:
-                        return [*path, key]
-                    fallback = fallback or [*path, key]
-                elif scalar and str(child) in keys:
-                    by_value = by_value or [*path, key]
-                following.append((child, [*path, key]))
-        if fallback:
-            return fallback
-        level = following
-    return by_value
-
-
-def _refine(data: Any, path: list[Any], names: list[str]) -> list[Any]:
-    """Down from ``path`` while the mapping there has a key the message also quotes: '"properties" of
-    template "server" contains unknown field "cores"' is about ``cores``, not ``properties``."""
-    node = _get(data, path)
-    while isinstance(node, dict):
-        below = [n for n in names if n in node and n not in path]
-        if not below:
-            break
-        path = [*path, below[0]]
-        node = node[below[0]]
-    return path
-
-
-_QUOTED = re.compile(r'"([^"]+)"|\'([^\']+)\'')
-
-
-def _locate(message: str, docs: list[tuple[str, Any]]) -> tuple[str, list[Any]]:
-    """The document (of ``(name, data)`` pairs, the main one first) and key path a tosca-parser message
-    is about, from the names it quotes."""
-    quoted = [a or b for a, b in _QUOTED.findall(message)]
-    words = re.findall(r"[\w.-]+", message)
-    for candidates in (quoted, words):
-        for name in candidates:
-            for where, data in docs:
-                found = _names(data).get(name)
-                if found:
-                    others = [q for q in quoted if q != name]
-                    deeper = _find_key(_get(data, found), others, found) if others else None
-                    return where, _refine(data, deeper or found, others)
-    for where, data in docs:  # no template named: a property and its value, somewhere in the topology
-        topo = data.get("topology_template") if isinstance(data, dict) else None
-        if quoted and isinstance(topo, dict):
-            deeper = _find_key(topo, quoted, ["topology_template"])
-            if deeper and len(deeper) > 2:
-                return where, deeper
-    if "import" in message.lower():
-        return docs[0][0], ["imports"]
-    return docs[0][0], []
-
-
 def _messages(exc: BaseException) -> list[str]:
     from toscaparser.common.exception import ExceptionCollector, ValidationError
 
@@ -348,7 +257,7 @@ def _check_yaml(job: Job, findings: list[dict[str, Any]], deps: dict[str, None])
                                 f"{unresolved}", ENGINE))
         return
     for message in errors:
-        where, key_path = _locate(message, docs or [(path, None)])
+        where, key_path = locate(message, docs or [(path, None)])
         findings.append(finding(TOSCA_PARSER.id, key_path, message, ENGINE,
                                 file=None if where == path else where))
 
@@ -393,7 +302,7 @@ def _manifest_line(path: str, message: str) -> tuple[str | None, str | None, lis
             return None, None, [], 1
     if not manifest or text is None:
         return None, None, [], 1
-    quoted = [a or b for a, b in _QUOTED.findall(message)]
+    quoted = [a or b for a, b in QUOTED.findall(message)]
     for number, line in enumerate(text.splitlines(), 1):
         if line.startswith(("Source:", "Name:")) and line.split(":", 1)[1].strip() in quoted:
             return manifest, text, [], number
@@ -470,7 +379,7 @@ def _check_csar(job: Job, findings: list[dict[str, Any]], deps: dict[str, None])
         docs = [(name, _safe_yaml(text)) for name, text in texts.items()]
         vnf = _vnf_package(path, [data for _, data in docs])
         for message in errors:
-            member, key_path = _locate(message, docs or [(main, None)])
+            member, key_path = locate(message, docs or [(main, None)])
             shown = _strip_tmp(message, workdir, display, src)
             findings.append(_zip_finding(TOSCA_PARSER.id, shown if vnf else f"{shown} ({GENERIC_CSAR})",
                                          ENGINE, display, member, key_path, texts.get(member)))

@@ -1,0 +1,204 @@
+"""The Heat engine's findings: Heat's verdicts on a template, its resources and outputs (strict, going on past
+the first bad resource), on an environment, and on the files a template bundles; located on the offending
+key (heat_paths), in the nested file when the error is there, and marked W1005 where a Heat error may come
+from a value nfvcat invented (heat_values)."""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any
+
+from nfvcat.validation.emitted import ENGINE_FAILURE, HEAT_BUNDLE, HEAT_ENVIRONMENT, HEAT_VALIDATION, INVENTED_VALUE
+from nfvcat.validation.engines import heat_paths, heat_state, heat_values
+from nfvcat.validation.engines.heat_cloud_errors import cloud_cause
+from nfvcat.validation.engines.heat_state import ENGINE, STATE
+from nfvcat.validation.engines.worker import finding
+
+
+def bundle_finding(path: str, exc: Exception, environments: list[str]) -> dict[str, Any]:
+    """E1002 at the key naming the file that could not be read (get_file, a template resource type, an
+    environment's resource_registry entry), in the template or in the environment that names it."""
+    from heat.common import template_format
+
+    missing = getattr(exc, "filename", None) or next(iter(re.findall(r"'(/[^']+)'", str(exc))), None)
+    message = f"cannot bundle the template: {exc}"
+    if not missing:
+        return finding(HEAT_BUNDLE.id, [], message, ENGINE)
+    for source in [path, *environments]:
+        try:
+            data = template_format.yaml.load(heat_state.text(source), Loader=template_format.yaml_loader)
+        except Exception:  # unreadable: the message names the file
+            continue
+        where = heat_paths.missing_file(data, os.path.dirname(os.path.abspath(source)), str(missing))
+        if where:
+            return finding(HEAT_BUNDLE.id, where, message, ENGINE, None if source == path else os.path.abspath(source))
+    return finding(HEAT_BUNDLE.id, [], message, ENGINE)
+
+
+def finish(found: dict[str, Any], tpl: Any, files: dict[str, Any], invented: dict[str, Any],
+            given: frozenset[str]) -> dict[str, Any]:
+    """The path of the offending key (in the nested file when it is there); a Heat error that may come
+    from a value nfvcat invented is W1005, and says so."""
+    if found["id"] not in (HEAT_VALIDATION.id, ENGINE_FAILURE.id):
+        return found
+    data, values = tpl, invented
+    if found.get("file"):  # in a nested template: what was invented for its parameters
+        from heat.common import template_format
+
+        url = next((u for u in files if heat_state.path_of(u) == found["file"]), None)
+        values = STATE["nested_invented"].get(url or "", {})
+        try:
+            data = template_format.parse(files[url]) if url else {}
+        except Exception:
+            data = {}
+    found = {**found, "path": heat_paths.refine(data, found["path"], found["message"],
+                                                given if data is tpl else frozenset())}
+    if found["id"] != HEAT_VALIDATION.id:
+        return found
+    names = heat_values.depends_on(data, found["path"], found["message"], values)
+    if not names:
+        return found
+    shown = ", ".join(f"{n}={_short(repr(values[n]))}" for n in names)
+    return {**found, "id": INVENTED_VALUE.id, "message": f"{found['message']} (with the value nfvcat invented for "
+            f"{shown}, which has none: give one with -P/-e to validate this)"}
+
+
+def _short(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def heat_api_verdict(tpl: Any, files: dict[str, Any], env: dict[str, Any]) -> list[dict[str, Any]]:
+    """What Heat's template-validate API answers (``EngineService.validate_template``): lax
+    ``Stack.validate(validate_res_tmpl_only=True)``, the first error only, no placeholders. A reference
+    for comparing nfvcat with Heat on other people's templates (tests/corpus), with the same offline
+    set-up as the strict validation."""
+    from heat.common import exception
+    from heat.engine import environment, stack, template
+
+    try:
+        tmpl = template.Template(tpl, files=files, env=environment.Environment(env))
+        stk = stack.Stack(STATE["ctx"], "dummy", tmpl, strict_validate=False)
+        stk.validate(validate_res_tmpl_only=True)
+    except Exception as exc:  # the API answers {'Error': str(ex)} (or a 500 for other exceptions)
+        rule = ENGINE_FAILURE.id if cloud_cause(exc) is not None else HEAT_VALIDATION.id
+        message = str(exc) if isinstance(exc, exception.HeatException) else f"{type(exc).__name__}: {exc}"
+        return [finding(rule, getattr(exc, "path", []) or [], message, ENGINE)]
+    return []
+
+
+def environment_findings(path: str) -> list[dict[str, Any]]:
+    """Heat's own environment parser and loader: sections, types, resource_registry entries."""
+    from heat.common import environment_format
+    from heat.engine import environment
+
+    text = heat_state.text(path)
+    try:
+        env = environment_format.parse(text)
+        environment.Environment(env)
+    except ValueError as exc:
+        message = str(exc)
+    except Exception as exc:
+        message = f"{type(exc).__name__}: {exc}"
+    else:
+        return []
+    try:  # the key the message names (a section, a registry entry)
+        data = environment_format.yaml.load(text, Loader=environment_format.template_format.yaml_loader)
+    except Exception:
+        data = None
+    return [finding(HEAT_ENVIRONMENT.id, heat_paths.refine(data, [], message), message, ENGINE)]
+
+
+_NESTED = re.compile(r"^(?P<name>.*)<(?P<url>(?!nested_stack>)[^>]+)>$")
+
+
+def _in_nested_file(path: list[Any]) -> tuple[str | None, list[Any]]:
+    """Heat names a nested stack's resource ``name<file:///path/t.yaml>`` in an error path: point the
+    finding into that file instead, at the path below it."""
+    for i in range(len(path) - 1, -1, -1):
+        match = _NESTED.match(str(path[i]))
+        if match:
+            return heat_state.path_of(match.group("url")), path[i + 1:]
+    return None, path
+
+
+def _offline(section: str, res: Any, exc: BaseException) -> dict[str, Any]:
+    message = exc.error_message if hasattr(exc, "error_message") else str(exc)
+    return finding(ENGINE_FAILURE.id, [section, res.name], f"cannot validate resource '{res.name}' ({res.type()}) "
+                   f"offline: Heat reaches for a cloud ({type(exc).__name__}: {message})", ENGINE)
+
+
+def _template_only(res: Any, section: str, findings: list[dict[str, Any]]) -> None:
+    from heat.common import exception
+
+    try:
+        res.validate_template()
+    except exception.StackValidationFailed as exc:
+        findings.append(_resource_finding(section, res, exc))
+
+
+def _resource_finding(section: str, res: Any, exc: Any) -> dict[str, Any]:
+    from heat.common import exception
+
+    if isinstance(exc, exception.StackValidationFailed):
+        path = list(exc.path)
+        message = exc.error_message
+    else:  # PropertyUnspecifiedError, ResourcePropertyConflict...: Heat's message, the resource's path
+        path, message = [], str(exc)
+    if path[:1] != [section]:
+        path = [section, res.name, *path]
+    nested_file, path = _in_nested_file(path)
+    return finding(HEAT_VALIDATION.id, path, message, ENGINE, nested_file)
+
+
+def validate(stk: Any, findings: list[dict[str, Any]]) -> None:
+    """Heat's ``Stack.validate()`` in strict mode, going on past the first bad resource.
+
+    The stack-level checks stop at their first error as Heat's do; each resource and output is then
+    validated on its own so that one run reports every broken resource. An exception a resource's
+    ``validate()`` raises is a finding with Heat's message, unless it comes from a cloud look-up (a
+    client or authentication error): the resource is then checked as far as Heat can without a cloud
+    (``validate_template()``) and the rest is reported as not validated offline (E0009).
+    Resources with an ``external_id`` are not validated, as Heat does not.
+    """
+    from heat.common import exception
+    from heat.engine import function, parameter_groups
+
+    stk.t.validate()
+    stk.parameters.validate(context=stk.context, validate_value=True)
+    parameter_groups.ParameterGroups(stk.t).validate()
+    stk.t.conditions(stk).validate()
+    resources = stk.resources
+    dup = set(stk.parameters) & set(resources)
+    if dup:
+        raise exception.StackValidationFailed(message=f"Duplicate names {sorted(dup)}")
+    stk._update_all_resource_data(for_resources=True, for_outputs=True)
+    section = stk.t.get_section_name(stk.t.RESOURCES)
+    for res in stk.dependencies:
+        if res.external_id is not None:  # an existing resource adopted as is: Heat checks nothing
+            continue
+        try:
+            result = res.validate()
+            if result:
+                findings.append(finding(HEAT_VALIDATION.id, [section, res.name], str(result), ENGINE))
+        except AssertionError:
+            raise
+        except Exception as exc:
+            if cloud_cause(exc) is not None:
+                findings.append(_offline(section, res, exc))
+                _template_only(res, section, findings)
+            elif isinstance(exc, exception.HeatException):
+                findings.append(_resource_finding(section, res, exc))
+            else:  # what Heat's Stack.validate makes of any other exception
+                findings.append(_resource_finding(section, res, exception.StackValidationFailed(
+                    error=exc, resource=res)))
+    out_section = stk.t.get_section_name(stk.t.OUTPUTS)
+    for name, output in stk.outputs.items():
+        try:
+            output.validate()
+            # Heat resolves outputs when the stack is created: a reference to no resource fails it.
+            list(function.dependencies(output._value, f"{out_section}.{name}.value"))
+        except exception.StackValidationFailed as exc:
+            findings.append(finding(HEAT_VALIDATION.id, [out_section, name, *exc.path[1:]], exc.error_message, ENGINE))
+        except (exception.InvalidTemplateReference, exception.InvalidTemplateAttribute) as exc:
+            findings.append(finding(HEAT_VALIDATION.id, [out_section, name, "value"], str(exc), ENGINE))
