@@ -39,9 +39,10 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     from nfvcat.commands import register_all
 
     class _Parser(argparse.ArgumentParser):
-        def __init__(self, *args: Any, description: str | None = None, epilog: str | None = None,
-                     **kwargs: Any) -> None:
-            super().__init__(*args, description=terminal(description), epilog=terminal(epilog), **kwargs)
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            for text in ("description", "epilog"):
+                kwargs[text] = terminal(kwargs.get(text))
+            super().__init__(*args, **kwargs)
 
         def error(self, message: str) -> None:  # type: ignore[override]
             self.print_usage(sys.stderr)
