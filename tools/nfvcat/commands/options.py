@@ -91,7 +91,9 @@ def progress(args: argparse.Namespace) -> Callable[[str], None]:
 
 
 def add_cloud(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--os-cloud", default=None, help="clouds.yaml entry (default: $OS_CLOUD)")
+    p.add_argument("--os-cloud", default=None, metavar="NAME",
+                   help="clouds.yaml entry (default: $OS_CLOUD, else a sourced openrc's OS_* variables, else the "
+                        "only cloud of clouds.yaml: openstacksdk's order)")
 
 
 def add_inventory(p: argparse.ArgumentParser) -> None:
