@@ -84,7 +84,8 @@ def test_openstacksdks_order(machine: Path, monkeypatch: pytest.MonkeyPatch) -> 
         connect.cloud_config("nope")
 
 
-def _keystone(m: requests_mock.Mocker) -> None:
+def keystone(m: requests_mock.Mocker) -> None:
+    """Keystone answering a password token with a catalog of the fake's services."""
     catalog = [{"type": service, "name": host, "id": host, "endpoints": [
         {"id": f"{host}-public", "interface": "public", "region": "RegionOne", "region_id": "RegionOne",
          "url": f"http://{host}.test/{path}".rstrip("/") + ("/p" if service == "orchestration" else "")}]}
@@ -99,7 +100,7 @@ def _keystone(m: requests_mock.Mocker) -> None:
 def test_nfvcat_check_from_an_openrc_environment(machine: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
                                                  cloud: Any, capsys: pytest.CaptureFixture[str]) -> None:  # noqa: F811
     m, _ = cloud
-    _keystone(m)
+    keystone(m)
     Cloud(m, [pinned("a")])
     for k, v in OPENRC.items():
         monkeypatch.setenv(k, v)

@@ -35,7 +35,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--strategy", choices=("spread", "pack"), default="spread", help="host weighing")
     p.add_argument("--capacity", action="store_true", help="how many copies fit, and what runs out first")
     p.add_argument("--max-copies", type=int, default=100000, help="stop --capacity at this many copies")
-    options.add_format(p)
+    options.add_format(p, columns=True)
     p.set_defaults(func=run)
 
 
@@ -121,10 +121,24 @@ def run(args: argparse.Namespace) -> int:
             raise UserError("--max-copies must be at least 1")
         res = capacity.run(planner, chain, args.max_copies)
         meta["seconds"] = round(time.perf_counter() - started, 3)
-        print(output.capacity_json(res, meta) if args.format == "json" else output.capacity_text(res, meta))
+        if options.tabular(args):  # a row per resource: what the copies use of it
+            options.emit(args, ("resource", "used", "total"),
+                         [[name, u["used"], u["total"]] for name, u in res.usage.items()])
+        else:
+            print(output.capacity_json(res, meta) if args.format == "json" else output.capacity_text(res, meta))
         return EXIT_OK if res.copies > 0 else EXIT_FINDINGS
     result = planner.place_chain(chain)
     meta["seconds"] = round(time.perf_counter() - started, 3)
     meta["exact_fits"] = planner.exact_fits
-    print(output.plan_json(result, meta) if args.format == "json" else output.plan_text(result, meta))
+    if options.tabular(args):  # a row per instance: the JSON document's placements, then what did not fit
+        options.emit(args, PLAN_COLUMNS, [[*(getattr(p, c) for c in PLAN_COLUMNS[:-1]), None]
+                                          for p in result.placements]
+                     + [[f.vnf, f.instance, None, None, [], [], [], None, None, [], output.grouped(f)[0]["message"]]
+                        for f in result.failures])
+    else:
+        print(output.plan_json(result, meta) if args.format == "json" else output.plan_text(result, meta))
     return EXIT_FINDINGS if result.failures else EXIT_OK
+
+
+PLAN_COLUMNS = ("vnf", "instance", "host", "role", "numa_cells", "pinned_cpus", "emulator_cpus", "page_size",
+                "cpu_policy", "pci_devices", "does_not_fit")
