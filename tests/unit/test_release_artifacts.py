@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import subprocess
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -49,6 +50,9 @@ def test_release_writes_the_artefacts(cat: Path, tmp_path: Path) -> None:  # noq
     check = subprocess.run(["sha256sum", "-c", "SHA256SUMS"], cwd=out, capture_output=True, text=True)
     assert check.returncode == 0 and check.stdout.count(": OK") == 3, check.stdout + check.stderr
     assert (cat / "RELEASES.yaml").is_file()
+    released = yaml.safe_load((cat / "RELEASES.yaml").read_text())["entries"]["vnfd/vnf-vrouter"]["released"]
+    with zipfile.ZipFile(out / "packages" / f"vnf-vrouter-{version}.zip") as zf:  # the package's date is the record's
+        assert f"vnf_release_date_time: {released}T00:00:00+00:00\n" in zf.read("vnf-vrouter.mf").decode()
 
 
 def test_release_with_a_substituted_image_fails_naming_the_file_and_both_checksums(

@@ -55,8 +55,11 @@ def sha256sums(out: Path, sums: dict[Path, str]) -> Path:
     return dest
 
 
-def build_all(root: Path, out: Path, say: Say, signer: tuple[Any, Any] | None = None) -> list[Path]:
-    """Images, SBOMs and packages of the catalog under ``out``, and their SHA256SUMS; returns the files written."""
+def build_all(root: Path, out: Path, say: Say, signer: tuple[Any, Any] | None = None,
+              releasing: str | None = None) -> list[Path]:
+    """Images, SBOMs and packages of the catalog under ``out``, and their SHA256SUMS; returns the files written.
+    ``releasing``: the day of the release being made, the release date of a package whose version the record
+    does not hold yet (the record then gets the same day)."""
     from nfvcat.packaging.csar import build as package
 
     sums: dict[Path, str] = {}  # what is written -> its sha256 (an image's: its lock's, checked as it was written)
@@ -72,6 +75,6 @@ def build_all(root: Path, out: Path, say: Say, signer: tuple[Any, Any] | None = 
     pkgs = out / "packages"
     for entry_dir in entries.entry_dirs(root, "vnfd"):
         say(f"package {entry_dir.name}")
-        path = package(entry_dir, pkgs, signer=signer)
+        path = package(entry_dir, pkgs, signer=signer, releasing=releasing)
         sums[path] = build.sha256_of(path)
     return [*sums, sha256sums(out, sums)]
