@@ -18,6 +18,7 @@ import pytest
 import yaml
 
 from nfvcat.lab.netns import run
+from tests import junitxsd
 from tests.conftest import ROOT
 
 NFVCAT = str(Path(sys.executable).parent / "nfvcat")
@@ -80,6 +81,7 @@ def test_lab_campaign_passes_with_rfc2544_results(campaign: tuple[Ran, Path]) ->
     junit = ET.parse(results / "junit.xml").getroot()
     assert junit.get("failures") == "0" and junit.get("errors") == "0"
     assert len(junit.findall("testsuite")) == len(doc["tests"])
+    assert junitxsd.problems((results / "junit.xml").read_bytes()) == []  # Jenkins' xUnit schema
     records = {r["case_name"]: r for r in doc["results"]}
     assert records["ipsec-tunnel"]["criteria"] == "PASS" and records["vrouter-acl"]["project_name"] == "nfvcat"
     assert not [n for n in run(["ip", "netns", "list"]).stdout.split() if n.startswith(f"nfvd0-{proc.pid}")]

@@ -77,7 +77,7 @@ def test_errors_are_one_line() -> None:
     proc = nfvcat("day0", "render", "vnf-vrouter")
     assert proc.returncode == 1 and "-P mgmt_port.fixed_ips.0.ip_address=" in proc.stderr, proc.stderr
     proc = nfvcat("day0", "render", "no-such-vnf")
-    assert proc.returncode == 1 and "no catalog VNF" in proc.stderr
+    assert proc.returncode == 1 and "no-such-vnf: no such file, nor a heat entry" in proc.stderr
 
 
 def test_two_servers_get_different_macs() -> None:

@@ -8,6 +8,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
+from tests import junitxsd
 from tests.integration.conftest import ROOT, nfvcat
 
 STEPS = ["validate", "plan", "onboard", "instantiate", "check", "render", "build", "lab-check", "dataplane",
@@ -29,4 +30,5 @@ def test_devcloud_campaign(conn: Any, onboarded: list[str], tmp_path: Path) -> N
         assert {s["frame"] for s in t["throughput"]} == {"64", "imix"}
     junit = ET.parse(results / "junit.xml").getroot()
     assert junit.get("failures") == "0" and junit.get("errors") == "0"
+    assert junitxsd.problems((results / "junit.xml").read_bytes()) == []  # Jenkins' xUnit schema
     assert (ROOT / "tests" / "tdf" / "devcloud.yaml").is_file()

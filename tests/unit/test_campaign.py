@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 import yaml
+from junitparser.xunit2 import JUnitXml
 
 from nfvcat.catalog import tdf
 from nfvcat.core.errors import UserError
@@ -17,6 +18,7 @@ from nfvcat.lab import frames
 from nfvcat.lab.campaign import reports, rfc2544, runner
 from nfvcat.lab.campaign.results import FAIL, PASS, SKIP, CampaignRecord, Step, TestRecord
 from nfvcat.lab.campaign.traffic import Trial
+from tests import junitxsd
 from tests.conftest import ROOT, nfvcat
 
 LAB = ROOT / "tests" / "tdf" / "lab.yaml"
@@ -236,13 +238,37 @@ def _campaign() -> CampaignRecord:
 
 def test_junit_names_the_failed_step() -> None:
     root = ET.fromstring(reports.junit(_campaign()))
-    assert root.get("tests") == "5" and root.get("failures") == "1" and root.get("skipped") == "1"
+    assert root.get("tests") == "5" and root.get("failures") == "1" and root.get("time") == "12.0"
     suite = root.find("testsuite[@name='broken']")
-    assert suite is not None
+    assert suite is not None and suite.get("skipped") == "1" and suite.get("time") == "2.0"
     failed = [c for c in suite.findall("testcase") if c.find("failure") is not None]
     assert [c.get("name") for c in failed] == ["build"]
     assert "vrouter-setup failed" in (failed[0].find("failure").get("message") or "")  # type: ignore[union-attr]
-    assert root.find("testsuite[@name='vrouter-acl']/testcase[@name='validate']").get("time") == "1.500"  # type: ignore
+    assert root.find("testsuite[@name='vrouter-acl']/testcase[@name='validate']").get("time") == "1.5"  # type: ignore
+
+
+def test_junit_is_jenkins_xunit_junit_even_when_a_step_printed_control_characters() -> None:
+    camp = _campaign()
+    build = camp.tests[1].steps[0]
+    build.message = "vrouter-setup: \x1b[1;31mERROR\x1b[0m table \x00fwd\x07 \ud800 missing"
+    camp.tests[1].steps[2].message = "tore down \x1b[32mok\x1b[0m\x0c"
+    text = reports.junit(camp)
+    assert junitxsd.problems(text.encode("utf-8")) == []
+    assert "skipped" not in ET.fromstring(text).attrib  # <testsuites> has none in the schema
+    failure = JUnitXml.fromstring(text.encode("utf-8"))
+    case = next(c for suite in failure for c in suite if c.name == "build")
+    assert case.result[0].message == "vrouter-setup: ERROR table \\x00fwd\\x07 \\ud800 missing"
+    out = next(c for suite in failure for c in suite if c.name == "teardown").system_out
+    assert out == "lab: tear down: tore down ok\\x0c"
+
+
+def test_the_schema_refuses_what_the_old_report_wrote() -> None:  # the test above can fail
+    old = ('<testsuites tests="1" failures="0" errors="0" skipped="0"><testsuite name="t" tests="1" failures="0" '
+           'errors="0"><testcase name="s"/></testsuite></testsuites>')
+    assert any("skipped" in p for p in junitxsd.problems(old.encode()))
+    raw = (b"<testsuites><testsuite name='t' tests='1' failures='1' errors='0'><testcase name='s'>"
+           b"<failure>\x1b[31m</failure></testcase></testsuite></testsuites>")
+    assert junitxsd.problems(raw)[0].startswith("not XML")
 
 
 def test_json_has_xtesting_result_records() -> None:

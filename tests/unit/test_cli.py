@@ -50,6 +50,27 @@ def test_sarif_is_sarif_2_1_0() -> None:
     assert result["locations"][0]["physicalLocation"]["region"] == {"startLine": 8, "startColumn": 7}
 
 
+def test_sarif_uris_are_percent_encoded_and_relative_to_the_repository_root(tmp_path: Path) -> None:
+    repo, other = tmp_path / "repo", tmp_path / "other"
+    where = repo / "vnf #2" / "heat templates"
+    where.mkdir(parents=True)
+    for r in (repo, other):
+        (r / ".git").mkdir(parents=True)  # what marks a repository's root (a worktree's or submodule's is a file)
+    (where / "bad net.yaml").write_text((RULES / "E3001" / "fail.yaml").read_text())
+
+    def locations(cwd: Path, path: str) -> tuple[dict[str, object], set[str]]:
+        run = json.loads(nfvcat("validate", "--format", "sarif", path, cwd=cwd).stdout)["runs"][0]
+        return run["originalUriBaseIds"], {json.dumps(r["locations"][0]["physicalLocation"]["artifactLocation"])
+                                           for r in run["results"]}
+
+    same = {json.dumps({"uri": "vnf%20%232/heat%20templates/bad%20net.yaml", "uriBaseId": "%SRCROOT%"})}
+    for cwd, path in ((repo, "vnf #2/heat templates/bad net.yaml"), (where, "bad net.yaml")):
+        assert locations(cwd, path) == ({"%SRCROOT%": {"uri": f"{repo.as_uri()}/"}}, same)
+    # named from another repository: outside its %SRCROOT%, so the file's absolute URI
+    assert locations(other, str(where / "bad net.yaml")) == (
+        {"%SRCROOT%": {"uri": f"{other.as_uri()}/"}}, {json.dumps({"uri": (where / "bad net.yaml").as_uri()})})
+
+
 def test_warnings_pass_unless_strict() -> None:
     path = str(RULES / "W3004" / "fail.yaml")
     assert nfvcat("validate", path).returncode == 0

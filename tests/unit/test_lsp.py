@@ -159,3 +159,24 @@ def test_options_travel_to_the_engine_server_whole(tmp_path: Path) -> None:
                    overlays={str(tmp_path / "t.yaml"): "heat_template_version: 2021-04-16\n"})
     assert Options.from_json(json.loads(json.dumps(sent.to_json()))) == sent
     assert Options.from_json(Options().to_json()) == Options()
+
+
+async def _opened(path: Path, env: dict[str, str]) -> types.PublishDiagnosticsParams:
+    editor = Editor(path)
+    try:
+        return await editor.open(env)
+    finally:
+        await editor.close()
+
+
+def test_a_property_whose_name_holds_a_colon_is_shown_at_its_key(tmp_path: Path) -> None:
+    path = tmp_path / "port.yaml"
+    path.write_text((ROOT / "tests" / "fixtures" / "defective" / "property_with_colon.yaml").read_text())
+    env: dict[str, Any] = {**os.environ, "NFVCAT_NO_SERVER": "0", "NFVCAT_CACHE_DIR": str(tmp_path / "cache")}
+    try:
+        opened = asyncio.run(_opened(path, env))
+    finally:
+        nfvcat("server", "stop", env=env)
+    [diag] = opened.diagnostics
+    assert diag.code == "E1001" and "binding:vnic_typo" in diag.message
+    assert (diag.range.start.line, diag.range.start.character) == (9, 6)  # line 10, the key; not properties (8)

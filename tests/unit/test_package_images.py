@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from nfvcat.catalog import releases
 from nfvcat.core.errors import EXIT_FINDINGS, UserError
 from nfvcat.packaging.csar import build as package
 from nfvcat.packaging.images import build, recipe, refs
@@ -78,3 +79,28 @@ def test_an_unbuilt_image_is_an_error(cat: Path, tmp_path: Path) -> None:
     with pytest.raises(UserError,
                        match=rf"images/vrouter {VERSION} is not built here: run `nfvcat image build vrouter`"):
         package(cat / "vnfd" / "vnf-vrouter", tmp_path / "out", with_image=True)
+
+
+def _release_date(path: Path) -> str:
+    with zipfile.ZipFile(path) as zf:
+        manifest = zf.read("vnf-vrouter.mf").decode()
+    return re.search(r"^vnf_release_date_time: (\S+)$", manifest, re.M).group(1)  # type: ignore[union-attr]
+
+
+def test_the_release_date_is_the_records_else_a_dated_heading_else_an_error(cat: Path, tmp_path: Path) -> None:
+    entry = cat / "vnfd" / "vnf-vrouter"
+    version = yaml.safe_load((entry / "entry.yaml").read_text())["version"]
+    changelog = entry / "CHANGELOG.md"
+    assert re.search(rf"^## {re.escape(version)} - (\d{{4}}-\d\d-\d\d)$", changelog.read_text(), re.M)
+    heading = re.search(rf"^## {re.escape(version)} - (\S+)$", changelog.read_text(), re.M).group(1)  # type: ignore
+    assert _release_date(package(entry, tmp_path / "a")) == f"{heading}T00:00:00+00:00"  # no record here
+    releases.write_record(cat, releases.snapshot(cat), "2027-03-04")  # the record now holds this version
+    assert _release_date(package(entry, tmp_path / "b")) == "2027-03-04T00:00:00+00:00"
+    (cat / "RELEASES.yaml").unlink()
+    changelog.write_text(changelog.read_text().replace(f"## {version} - {heading}\n", f"## {version}\n"))
+    assert _release_date(package(entry, tmp_path / "c", releasing="2028-05-06")) == "2028-05-06T00:00:00+00:00"
+    v = re.escape(version)
+    with pytest.raises(UserError, match=rf"no release date for version {v}: it is not in the release record .* and "
+                                        rf"CHANGELOG.md has no dated heading '## {v} - YYYY-MM-DD'"):
+        package(entry, tmp_path / "d")
+    assert not (tmp_path / "d").exists() or not list((tmp_path / "d").iterdir())

@@ -3,16 +3,19 @@ per image made from its lock, every VNF package (signed with a throwaway CA's ce
 
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
+import zipfile
 from pathlib import Path
 
+import pytest
 import yaml
 
 from nfvcat.cli import main
-from nfvcat.core.errors import EXIT_OK
+from nfvcat.core.errors import EXIT_FINDINGS, EXIT_OK
 from nfvcat.packaging import release_artifacts
-from nfvcat.packaging.images import recipe
+from nfvcat.packaging.images import build, recipe
 from tests.conftest import ROOT
 from tests.unit.test_package_images import STAND_IN, cat  # noqa: F401 (the stand-in catalog fixture)
 from tests.unit.test_signing import MAKE
@@ -47,3 +50,35 @@ def test_release_writes_the_artefacts(cat: Path, tmp_path: Path) -> None:  # noq
     check = subprocess.run(["sha256sum", "-c", "SHA256SUMS"], cwd=out, capture_output=True, text=True)
     assert check.returncode == 0 and check.stdout.count(": OK") == 3, check.stdout + check.stderr
     assert (cat / "RELEASES.yaml").is_file()
+    released = yaml.safe_load((cat / "RELEASES.yaml").read_text())["entries"]["vnfd/vnf-vrouter"]["released"]
+    with zipfile.ZipFile(out / "packages" / f"vnf-vrouter-{version}.zip") as zf:  # the package's date is the record's
+        assert f"vnf_release_date_time: {released}T00:00:00+00:00\n" in zf.read("vnf-vrouter.mf").decode()
+
+
+def test_release_with_a_substituted_image_fails_naming_the_file_and_both_checksums(
+        cat: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:  # noqa: F811
+    r = recipe.load("vrouter", cat)
+    hit = build.cached(r)
+    assert hit is not None
+    substitute = b"QFI\xfb another file in the image cache\n"
+    hit.disk.write_bytes(substitute)  # the cache's lock.json still names the lock's sha256
+    out = tmp_path / "dist"
+    assert main(["release", "--root", str(cat), "--no-tag", "-o", str(out)]) == EXIT_FINDINGS
+    err = capsys.readouterr().err
+    assert str(hit.disk) in err and f"vrouter-{r.version}.qcow2" in err
+    assert hashlib.sha256(substitute).hexdigest() in err and hashlib.sha256(STAND_IN).hexdigest() in err
+    assert not [p for p in out.rglob("*") if p.is_file()], "nothing shipped: no image, no SHA256SUMS"
+    assert not (cat / "RELEASES.yaml").exists()
+
+
+def test_sha256sums_lists_what_the_release_wrote_with_the_lock_sums(cat: Path, tmp_path: Path) -> None:  # noqa: F811
+    out = tmp_path / "dist"
+    (out / "images").mkdir(parents=True)
+    (out / "images" / "notes.txt").write_text("left here by someone\n")
+    assert main(["release", "--root", str(cat), "--no-tag", "-o", str(out)]) == EXIT_OK
+    r = recipe.load("vrouter", cat)
+    lock = recipe.read_lock(r)
+    assert lock is not None
+    lines = (out / "SHA256SUMS").read_text().splitlines()
+    assert f"{lock.sha256}  images/vrouter-{r.version}.qcow2" in lines
+    assert not [line for line in lines if "notes.txt" in line] and len(lines) == 3

@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import subprocess
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -262,3 +263,30 @@ def test_corrupt_record_is_one_line(repo: Path, capsys: pytest.CaptureFixture[st
     (repo / "RELEASES.yaml").write_text("format: 1\nentries: [\n")
     assert main(["versions", "--root", str(repo)]) == 1
     assert "RELEASES.yaml: not YAML" in capsys.readouterr().err
+
+
+def _released(root: Path) -> dict[str, str | None]:
+    record = releases.read_record(root)
+    assert record is not None
+    return {name: item.get("released") for name, item in record["entries"].items()}
+
+
+def test_the_record_dates_each_version_when_it_is_first_released(repo: Path) -> None:
+    first = _released(repo)
+    assert set(first.values()) == {datetime.now(UTC).date().isoformat()}  # the release of the fixture
+    (demo(repo) / "entry.yaml").write_text(ENTRY.format(v="1.1.0"))
+    (demo(repo) / "CHANGELOG.md").write_text("# Changelog\n\n## 1.1.0\n\n- Second.\n\n## 1.0.0\n\n- First.\n")
+    releases.write_record(repo, releases.snapshot(repo), "2030-01-02")
+    assert _released(repo) == {**first, "templates/heat/demo": "2030-01-02"}  # f1 keeps its day
+
+
+def test_a_record_without_dates_is_dated_from_gits_history(repo: Path) -> None:
+    record = releases.record_path(repo)
+    record.write_text("".join(line for line in record.read_text().splitlines(keepends=True)
+                              if not line.strip().startswith("released:")))
+    env = {"GIT_COMMITTER_DATE": "2001-02-03T23:30:00+00:00"}
+    subprocess.run(["git", "commit", "-q", "-a", "--amend", "-m", "release 1, undated"], cwd=repo,
+                   env={**ENV, **env}, check=True)
+    assert set(_released(repo).values()) == {None}
+    releases.write_record(repo, releases.snapshot(repo), "2030-01-02")
+    assert set(_released(repo).values()) == {"2001-02-03"}  # the commit that recorded the versions

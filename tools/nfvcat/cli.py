@@ -1,4 +1,4 @@
-"""The ``nfvcat`` command."""
+"""The ``nfvcat`` command: its parser (every sub-command's, from nfvcat.commands) and its one-line errors."""
 
 from __future__ import annotations
 
@@ -11,7 +11,24 @@ TYPE_CHECKING = False  # typing's import is start-up time of every warm `nfvcat 
 if TYPE_CHECKING:
     import argparse
     from collections.abc import Sequence
-    from typing import NoReturn
+    from typing import Any, NoReturn
+
+
+DESCRIPTION = ("nfvcat validates, plans, packages and deploys a versioned catalog of OpenStack Heat and TOSCA "
+               "templates for NFV, with Heat's, Nova's, tosca-parser's, tacker's and cloud-init's own code. "
+               "'nfvcat COMMAND --help' shows what a command takes.")
+EPILOG = ("Exit codes: 0 ok; 1 usage error; 2 errors found or a check failed; 3 an engine or the cloud could not "
+          "be used (the answer is unknown, not negative).")
+
+
+def terminal(text: str | None) -> str | None:
+    """Help text as a terminal shows it: the docstrings the commands describe themselves with are
+    reStructuredText, whose inline literals (two backquotes each side) are printed as the plain text."""
+    if not text:
+        return text
+    import re
+
+    return re.sub(r"``(.+?)``", r"\1", text, flags=re.S)
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
@@ -22,12 +39,17 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     from nfvcat.commands import register_all
 
     class _Parser(argparse.ArgumentParser):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            for text in ("description", "epilog"):
+                kwargs[text] = terminal(kwargs.get(text))
+            super().__init__(*args, **kwargs)
+
         def error(self, message: str) -> None:  # type: ignore[override]
             self.print_usage(sys.stderr)
             print(f"{self.prog}: error: {message}", file=sys.stderr)
             raise SystemExit(EXIT_USAGE)
 
-    parser = _Parser(prog="nfvcat", description=__doc__)
+    parser = _Parser(prog="nfvcat", description=DESCRIPTION, epilog=EPILOG)
     parser.add_argument("--version", action="version", version=f"nfvcat {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True

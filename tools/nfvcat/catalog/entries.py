@@ -64,21 +64,63 @@ class Entry:
 
     def example(self, name: str) -> Path | None:
         """An example environment by file name or short name (``sriov`` for examples/sriov.env.yaml)."""
-        for cand in (self.dir / "examples" / name, self.dir / "examples" / f"{name}.env.yaml",
-                     self.dir / "examples" / f"{name}.yaml"):
-            if cand.is_file():
-                return cand
-        return None
+        return example(self.dir, name)
 
     def environments(self, names: list[str]) -> list[Path]:
         """Environment files as given (``-e``): a path, or the name of one of the entry's examples."""
-        out = []
-        for name in names:
-            path = Path(name) if Path(name).is_file() else self.example(name)
-            if path is None:
-                raise UserError(f"-e {name}: no such file, nor an example of {self.name}")
-            out.append(path)
-        return out
+        return environments(self.dir, names)
+
+
+def example(entry_dir: Path, name: str) -> Path | None:
+    """An example environment of the entry in ``entry_dir`` by file name or short name (``sriov``)."""
+    for cand in (entry_dir / "examples" / name, entry_dir / "examples" / f"{name}.env.yaml",
+                 entry_dir / "examples" / f"{name}.yaml"):
+        if cand.is_file():
+            return cand
+    return None
+
+
+def environments(entry_dir: Path | None, names: list[str]) -> list[Path]:
+    """Environment files as given (``-e``): a path, or the name of one of the examples of the entry in
+    ``entry_dir`` (None: a template of no entry, so paths only)."""
+    out = []
+    for name in names:
+        path = Path(name) if Path(name).is_file() else example(entry_dir, name) if entry_dir else None
+        if path is None:
+            raise UserError(f"-e {name}: no such file" + (f", nor an example of {entry_dir.name}" if entry_dir else ""))
+        out.append(path)
+    return out
+
+
+@dataclass
+class Template:
+    """What a command's TEMPLATE argument names: the template file and the entry directory it belongs to."""
+
+    path: Path
+    entry_dir: Path | None  # None: a file of no catalog entry
+
+    def environments(self, names: list[str]) -> list[Path]:
+        """``-e`` values: files, or the entry's examples by short name (``-e sriov``)."""
+        return environments(self.entry_dir, names)
+
+
+def template(spec: str, kind: str = "heat", root: Path | None = None) -> Template:
+    """The one resolver of a command's TEMPLATE (plan, instantiate, day0, translate): a file as it is (in the
+    entry that holds it, if any), an entry directory, or the name of an entry of ``kind`` in the catalog
+    (``chain-vrouter``; a VNF also by its short name, ``ipsec-gw`` for ``vnf-ipsec-gw``)."""
+    path = Path(spec)
+    if path.is_file():
+        return Template(path, catalog.entry_of(path))
+    if (path / ENTRY_FILE).is_file():
+        entry = find(root or catalog.require_root(), spec, kind)
+        return Template(entry.template, entry.dir)
+    known = entries(root or catalog.require_root(), kind)
+    for name in (spec, f"vnf-{spec}"):
+        for e in known:
+            if name in (e.name, e.dir.name):
+                return Template(e.template, e.dir)
+    where = "/".join(KIND_DIRS[kind])
+    raise UserError(f"{spec}: no such file, nor a {kind} entry in {where} (known: {', '.join(e.name for e in known)})")
 
 
 def load(entry_dir: Path) -> Entry:

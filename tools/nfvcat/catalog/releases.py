@@ -20,6 +20,7 @@ import os
 import re
 import subprocess
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +51,7 @@ class Entry:
     files: dict[str, str]  # path relative to the entry -> sha256
     interface: dict[str, Any] = field(default_factory=dict)
     meta: dict[str, Any] = field(default_factory=dict)
+    released: str | None = None  # YYYY-MM-DD (UTC): the day a record first held this version
 
     @property
     def digest(self) -> str:
@@ -59,7 +61,8 @@ class Entry:
         return h.hexdigest()
 
     def as_record(self) -> dict[str, Any]:
-        return {"kind": self.kind, "version": self.version, "digest": self.digest,
+        dated = {"released": self.released} if self.released else {}
+        return {"kind": self.kind, "version": self.version, **dated, "digest": self.digest,
                 "files": dict(sorted(self.files.items())), "interface": self.interface}
 
 
@@ -219,8 +222,65 @@ def render_record(entries: dict[str, Entry], release: int) -> str:
     return HEADER + yaml.safe_dump(body, sort_keys=False, default_flow_style=False, width=120)
 
 
-def write_record(root: Path, entries: dict[str, Entry]) -> tuple[Path, bool, int]:
-    """Write the record for ``entries``; returns its path, whether it changed and the release number."""
+def release_date(root: Path, entry: str, version: str) -> str | None:
+    """The day the record at ``root`` says ``entry`` (its directory relative to the root) was released at
+    ``version``; None when the record holds another version, or no date."""
+    try:
+        record = read_record(root)
+    except RecordError:
+        return None
+    item = (record or {}).get("entries", {}).get(entry)
+    if not isinstance(item, dict) or str(item.get("version")) != version or not item.get("released"):
+        return None
+    return str(item["released"])
+
+
+def recorded_dates(root: Path) -> dict[tuple[str, str], str]:
+    """(entry, version) -> the day (UTC) of the first commit whose record holds that version: the release date
+    of a version recorded before records carried dates. Empty outside git."""
+    top = _git(root, "rev-parse", "--show-toplevel")
+    if top is None or top.returncode != 0:
+        return {}
+    rel = os.path.relpath(record_path(root.resolve()), top.stdout.decode().strip()).replace(os.sep, "/")
+    log = _git(root, "log", "--reverse", "--format=%H %ct", "--", rel)
+    found: dict[tuple[str, str], str] = {}
+    for line in log.stdout.decode().split("\n") if log is not None and log.returncode == 0 else []:
+        commit, _, stamp = line.partition(" ")
+        shown = _git(root, "show", f"{commit}:{rel}") if stamp else None
+        if shown is None or shown.returncode != 0:
+            continue
+        try:
+            entries = parse_record(shown.stdout, f"{commit}:{rel}")["entries"]
+        except RecordError:
+            continue
+        day = datetime.fromtimestamp(int(stamp), UTC).date().isoformat()
+        for name, item in entries.items():
+            found.setdefault((str(name), str(item.get("version"))), day)
+    return found
+
+
+def date_entries(root: Path, entries: dict[str, Entry], today: str) -> None:
+    """Set each entry's release date: the record's for a version it holds (from git's history of the record
+    when it holds no date), else ``today``, the day of the release being recorded."""
+    old = (read_record(root) or {}).get("entries", {})
+    history: dict[tuple[str, str], str] | None = None
+    for name, e in entries.items():
+        item = old.get(name) if isinstance(old.get(name), dict) else {}
+        if e.version is None:
+            continue
+        if str(item.get("version")) != e.version:
+            e.released = today
+        elif item.get("released"):
+            e.released = str(item["released"])
+        else:
+            history = recorded_dates(root) if history is None else history
+            e.released = history.get((name, e.version), today)
+
+
+def write_record(root: Path, entries: dict[str, Entry], today: str | None = None) -> tuple[Path, bool, int]:
+    """Write the record for ``entries``, each dated (``date_entries``; ``today`` default: UTC's); returns its
+    path, whether it changed and the release number."""
+    date_entries(root, entries, today or datetime.now(UTC).date().isoformat())
     path = record_path(root)
     old = read_record(root)
     old_text = path.read_text(encoding="utf-8") if path.is_file() else None

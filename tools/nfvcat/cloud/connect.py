@@ -1,8 +1,8 @@
-"""Connecting to a cloud (clouds.yaml / OS_CLOUD, openstacksdk) and turning its failures into one-line errors."""
+"""Connecting to a cloud (clouds.yaml / OS_CLOUD or an openrc's OS_* variables, through openstacksdk's config
+loader) and turning its failures into one-line errors."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -40,14 +40,39 @@ def cloud_errors(what: str) -> Iterator[None]:
         raise UserError(f"{what}: {exc}", EXIT_ENGINE) from None
 
 
+NO_CLOUD = ("no cloud: pass --os-cloud NAME, set OS_CLOUD (a clouds.yaml entry) or source an openrc file "
+            "(OS_AUTH_URL, OS_USERNAME, OS_PROJECT_NAME, ...)")
+
+
+def cloud_config(name: str | None) -> Any:
+    """The cloud openstacksdk's config loader picks, in its own order: ``name`` (--os-cloud), else $OS_CLOUD (a
+    clouds.yaml entry), else the OS_* variables of a sourced openrc (its ``envvars`` cloud), else the only cloud
+    of clouds.yaml. A CloudRegion; a one-line error when none is configured, or clouds.yaml has several."""
+    from openstack import config
+
+    with cloud_errors(f"cloud {name}" if name else "cloud configuration"):
+        loader = config.OpenStackConfig()
+        if not name and loader.config_filename is None and loader.envvar_key not in loader.get_cloud_names():
+            raise UserError(NO_CLOUD)  # no clouds.yaml, no OS_* variables: openstacksdk's empty 'defaults' cloud
+        if not name and loader.default_cloud is None:
+            raise UserError(f"{NO_CLOUD}; clouds.yaml has several: {', '.join(loader.get_cloud_names())}")
+        return loader.get_one(cloud=name)
+
+
+def describe(region: Any) -> str:
+    """How errors name the cloud: its clouds.yaml name, or the openrc's OS_AUTH_URL."""
+    if region.name == "envvars":
+        return f"cloud of the OS_* variables ({region.config.get('auth', {}).get('auth_url') or 'no OS_AUTH_URL'})"
+    return f"cloud {region.name}"
+
+
 def connect(name: str | None) -> Any:
+    """A connection, authorised, to the cloud ``cloud_config`` picks."""
     import openstack
 
-    cloud = name or os.environ.get("OS_CLOUD")
-    if not cloud:
-        raise UserError("no cloud: pass --os-cloud NAME or set OS_CLOUD (a clouds.yaml entry)")
-    with cloud_errors(f"cloud {cloud}"):
-        conn = openstack.connect(cloud=cloud)
+    region = cloud_config(name)
+    with cloud_errors(describe(region)):
+        conn = openstack.connection.Connection(config=region)
         conn.authorize()
     return conn
 

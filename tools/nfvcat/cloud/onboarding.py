@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -13,6 +12,7 @@ from nfvcat.catalog import flavors as catalog_flavors
 from nfvcat.cloud.connect import call, cloud_errors
 from nfvcat.cloud.stacks import Stacks, bundle
 from nfvcat.core.errors import EXIT_ENGINE, EXIT_FINDINGS, UserError
+from nfvcat.core.waiting import TimedOut, until
 
 FLAVOR_MICROVERSION = "2.86"  # Nova validates extra specs from 2.86 on
 NETWORK_STACK = "nfvcat-provider-networks"
@@ -315,16 +315,17 @@ def vnf_packages(conn: Any, root: Path, dry_run: bool, say: Any, timeout: float 
             _tacker(conn, "PUT", f"{base}/{pkg['id']}/package_content", f"upload {csar.name}",
                     data=csar.read_bytes(), headers={"Content-Type": "application/zip"})
             say(f"uploaded {csar.name}, waiting for ONBOARDED")
-            deadline = time.monotonic() + timeout
-            while True:
-                state = _tacker(conn, "GET", f"{base}/{pkg['id']}", f"VNF package {entry.name}")
-                if state.get("onboardingState") == "ONBOARDED":
-                    break
-                if time.monotonic() > deadline or state.get("onboardingState") == "ERROR":
-                    _delete_package(conn, base, pkg["id"])
-                    raise UserError(f"VNF package {entry.name} not ONBOARDED after {timeout:.0f} s "
-                                    f"({state.get('onboardingState')}); see Tacker's conductor log", EXIT_FINDINGS)
-                time.sleep(1)
+            url, what = f"{base}/{pkg['id']}", f"VNF package {entry.name}"
+            try:
+                state = until(lambda: _tacker(conn, "GET", url, what),  # noqa: B023 (called before the loop goes on)
+                              lambda s: s.get("onboardingState") in ("ONBOARDED", "ERROR"), timeout=timeout,
+                              what=what, state=lambda s: s.get("onboardingState"), first=0.5, most=5.0)
+            except TimedOut as exc:
+                state = exc.last or {}
+            if state.get("onboardingState") != "ONBOARDED":
+                _delete_package(conn, base, pkg["id"])
+                raise UserError(f"VNF package {entry.name} not ONBOARDED after {timeout:.0f} s "
+                                f"({state.get('onboardingState')}); see Tacker's conductor log", EXIT_FINDINGS)
     return out
 
 

@@ -4,7 +4,6 @@ failure states, per-resource progress, the failing resource's reason."""
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,6 +13,7 @@ import yaml
 
 from nfvcat.cloud.connect import call
 from nfvcat.core.errors import EXIT_ENGINE, EXIT_FINDINGS, UserError
+from nfvcat.core.waiting import TimedOut, until
 
 FAILED = ("CREATE_FAILED", "UPDATE_FAILED", "DELETE_FAILED", "ROLLBACK_COMPLETE", "ROLLBACK_FAILED",
           "ADOPT_FAILED", "RESUME_FAILED", "SUSPEND_FAILED", "CHECK_FAILED")
@@ -91,27 +91,29 @@ class Stacks:
              stale: str | None = None) -> dict[str, Any]:
         """Until ``<action>_COMPLETE`` (returned) or a failure state / timeout (UserError, exit 2 / 3). A state
         whose ``updated_time`` is ``stale`` is the one before our request, not its outcome."""
-        deadline = time.monotonic() + timeout
         if seen is None:  # only what happens from now on
             seen = {ev["id"] for ev in self.events(name, sid)}
-        while True:
+
+        def poll() -> tuple[dict[str, Any], str]:  # the stack and its status (WAITING: still the stale one)
             body = call(self.api, "GET", f"/stacks/{name}/{sid}", f"stack {name}", ok=(200, 404))
             if body is None:
                 if action == "DELETE":
-                    return {"stack_status": "DELETE_COMPLETE"}
+                    return {"stack_status": "DELETE_COMPLETE"}, "DELETE_COMPLETE"
                 raise UserError(f"stack {name} disappeared while waiting for {action}", EXIT_ENGINE)
-            stack = body["stack"]
+            stack = dict(body["stack"])
             self._progress(name, sid, seen)
             status = stack["stack_status"]
             if stale is not None and stack.get("updated_time") == stale and not status.endswith("IN_PROGRESS"):
                 status = "WAITING"
-            if status == f"{action}_COMPLETE":
-                return dict(stack)
-            if status in FAILED or status.endswith("_FAILED"):
+            if status != f"{action}_COMPLETE" and (status in FAILED or status.endswith("_FAILED")):
                 raise StackFailed(stack, self.failure_reason(name, sid, stack))
-            if time.monotonic() > deadline:
-                raise StackFailed(stack, f"timed out after {timeout:.0f} s in {status}")
-            time.sleep(2)
+            return stack, status
+
+        try:
+            return until(poll, lambda got: got[1] == f"{action}_COMPLETE", timeout=timeout,
+                         what=f"stack {name}", state=lambda got: got[1], first=1.0, most=5.0)[0]
+        except TimedOut as exc:
+            raise StackFailed(exc.last[0], f"timed out after {timeout:.0f} s in {exc.last[1]}") from None
 
     def _progress(self, name: str, sid: str, seen: set[str]) -> None:
         for ev in self.events(name, sid):

@@ -31,6 +31,7 @@ from typing import Any
 from nfvcat.cloud.connect import call, cloud_errors
 from nfvcat.cloud.stacks import LEAK_PATHS
 from nfvcat.core.errors import EXIT_ENGINE, EXIT_FINDINGS, EXIT_USAGE, UserError
+from nfvcat.core.waiting import TimedOut, until
 
 SERVICE_TYPE = "nfv-orchestration"
 V2 = {"Version": "2.0.0"}
@@ -133,19 +134,21 @@ class Tacker:
     def wait(self, op_id: str, what: str, timeout: float) -> dict[str, Any]:
         """Poll the operation occurrence until a final state; progress on each state change."""
         t0 = time.monotonic()
-        last = ""
-        while True:
+        said = [""]
+
+        def poll() -> dict[str, Any]:
             occ = self.op(op_id)
-            state = str(occ.get("operationState"))
-            if state != last:
-                self.say(f"[{time.monotonic() - t0:6.1f}s] {what}: {state}")
-                last = state
-            if state in FINAL:
-                return occ
-            if time.monotonic() - t0 > timeout:
-                raise UserError(f"{what}: still {state} after {timeout:.0f} s (LCM operation {op_id}); "
-                                "Tacker goes on: wait, then terminate or re-run", EXIT_ENGINE)
-            time.sleep(self.poll)
+            if str(occ.get("operationState")) != said[0]:
+                said[0] = str(occ.get("operationState"))
+                self.say(f"[{time.monotonic() - t0:6.1f}s] {what}: {said[0]}")
+            return occ
+
+        try:
+            return until(poll, lambda occ: str(occ.get("operationState")) in FINAL, timeout=timeout, what=what,
+                         state=lambda occ: occ.get("operationState"), first=self.poll, most=max(self.poll, 5.0))
+        except TimedOut as exc:
+            raise UserError(f"{what}: still {exc.last.get('operationState')} after {timeout:.0f} s (LCM operation "
+                            f"{op_id}); Tacker goes on: wait, then terminate or re-run", EXIT_ENGINE) from None
 
     def rollback(self, op_id: str, what: str, timeout: float) -> dict[str, Any]:
         self.request("POST", f"{LCM}/vnf_lcm_op_occs/{op_id}/rollback", f"roll back {what}", ok=(202,))

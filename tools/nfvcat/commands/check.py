@@ -14,7 +14,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                               description=__doc__)
     p.add_argument("chain", help="catalog entry (or stack name, with --stack)")
     p.add_argument("--stack", help="stack name (default: the chain's name)")
-    options.add_checked(p, skippable=False)
+    options.add_checked(p, skippable=False, columns=True)
     p.set_defaults(func=run)
 
 
@@ -28,5 +28,9 @@ def run(args: argparse.Namespace) -> int:
     stack = args.stack or args.chain
     with cloud_errors(f"check {stack}"):
         verdicts = check_stack(conn, stack, inv, access)
-    print(report(verdicts, stack, args.format))
+    if options.tabular(args):  # a row per verdict, as the JSON report's verdicts
+        options.emit(args, ("vnf", "subject", "check", "status", "detail"),
+                     [[v.vnf, v.subject, v.check, v.status, v.detail] for v in verdicts])
+    else:
+        print(report(verdicts, stack, args.format))
     return EXIT_OK if passed(verdicts) else EXIT_FINDINGS

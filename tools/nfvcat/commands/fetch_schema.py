@@ -8,6 +8,7 @@ import argparse
 import json
 from pathlib import Path
 
+from nfvcat.commands import options
 from nfvcat.core.errors import EXIT_ENGINE, EXIT_OK, UserError
 from nfvcat.validation import cloudinit_schema
 
@@ -17,7 +18,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description=__doc__)
     p.add_argument("--into", metavar="DIR", type=Path,
                    help="unpack into DIR (default: the cache, ~/.cache/nfvcat/cloud-init/<version>)")
-    p.add_argument("--format", choices=("text", "json"), default="text")
+    options.add_format(p)
     p.set_defaults(func=run)
 
 

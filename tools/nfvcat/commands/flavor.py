@@ -16,7 +16,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     actions = p.add_subparsers(dest="action", metavar="ACTION")
     actions.required = True
     ls = actions.add_parser("list", help="the catalog flavors")
-    options.add_format(ls)
+    options.add_format(ls, columns=True)
     ls.set_defaults(func=run_list)
     render = actions.add_parser("render", help="one flavor in another form")
     render.add_argument("name", help="entry directory (nfv-pinned-1g) or Nova name (nfv.pinned.1g)")
@@ -24,12 +24,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     render.set_defaults(func=run_render)
 
 
+LIST_COLUMNS = ("entry", "name", "vcpus", "ram", "disk", "extra_specs")
+
+
 def run_list(args: argparse.Namespace) -> int:
     found = flavors.all_flavors()
+    rows = [[f.entry, f.name, f.data.get("vcpus"), f.data.get("ram"), f.data.get("disk"), f.specs()] for f in found]
+    if options.tabular(args):
+        options.emit(args, LIST_COLUMNS, rows)
+        return 0
     if args.format == "json":
-        print(json.dumps([{"entry": f.entry, "name": f.name, "vcpus": f.data.get("vcpus"),
-                           "ram": f.data.get("ram"), "disk": f.data.get("disk"), "extra_specs": f.specs()}
-                          for f in found], indent=2))
+        print(json.dumps([dict(zip(LIST_COLUMNS, row, strict=True)) for row in rows], indent=2))
         return 0
     for f in found:
         specs = f.specs()

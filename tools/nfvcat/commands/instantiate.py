@@ -23,8 +23,8 @@ from nfvcat.core.errors import EXIT_FINDINGS, EXIT_OK
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("instantiate", help="deploy a chain of the catalog as a Heat stack (or a VNF package "
                               "through Tacker), then check it", description=__doc__)
-    p.add_argument("chain", help="catalog entry in templates/heat (e.g. chain-vrouter); with --via tacker, a vnfd "
-                                 "entry (e.g. vnfd/vnf-vrouter)")
+    p.add_argument("chain", help="catalog entry in templates/heat (e.g. chain-vrouter), its directory or a template; "
+                                 "with --via tacker, a vnfd entry (e.g. vnfd/vnf-vrouter)")
     options.add_via(p, "heat", "tacker")
     tk = p.add_argument_group("--via tacker")
     tk.add_argument("--vnf", metavar="NAME", help="VNF instance name (default: the entry's name)")
@@ -44,7 +44,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from nfvcat import catalog
     from nfvcat.catalog import entries
     from nfvcat.cloud.check import check_stack
     from nfvcat.cloud.connect import cloud_errors, connect
@@ -53,11 +52,11 @@ def run(args: argparse.Namespace) -> int:
 
     if args.via == "tacker":
         return _via_tacker(args)
-    entry = entries.find(catalog.require_root(), args.chain, "heat")
-    b = bundle(entry.template, entry.environments(args.environment))
+    found = entries.template(args.chain)
+    b = bundle(found.path, found.environments(args.environment))
     params = stack_parameters(b.template, dict(args.parameter), args.day0, args.secrets)
     inv, access = options.open_checked(args)
-    name = args.stack or entry.name
+    name = args.stack or (entries.load(found.entry_dir).name if found.entry_dir else found.path.stem)
     conn = connect(args.os_cloud)
     say = options.progress(args)
 

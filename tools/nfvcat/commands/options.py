@@ -6,9 +6,11 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
+
+from cliff.columns import FormattableColumn
 
 
 def parameter(value: str) -> tuple[str, str]:
@@ -30,9 +32,72 @@ def add_environments(p: argparse.ArgumentParser,
     p.add_argument("-e", "--environment", action="append", default=[], metavar="ENV", help=help)
 
 
-def add_format(p: argparse.ArgumentParser, *extra: str) -> None:
-    """``--format text|json`` (plus ``extra`` formats, e.g. sarif)."""
-    p.add_argument("--format", choices=("text", "json", *extra), default="text", help="output format")
+TABULAR = ("table", "value", "csv", "yaml")  # the openstack CLI's -f, written by cliff's formatters
+
+
+def add_format(p: argparse.ArgumentParser, *extra: str, columns: bool = False,
+               help: str = "output format (default text)") -> None:
+    """``-f/--format text|json`` (plus ``extra`` formats, e.g. sarif). ``columns``: a listing or reporting
+    command that also prints as the openstack CLI does, ``-f table|value|csv|yaml`` and ``-c COLUMN``
+    (repeatable), through cliff's formatters (``emit``)."""
+    p.add_argument("-f", "--format", choices=("text", "json", *extra, *(TABULAR if columns else ())),
+                   default="text", help=help)
+    if columns:
+        p.add_argument("-c", "--column", action="append", default=[], dest="columns", metavar="COLUMN",
+                       help="with -f table|value|csv|yaml|json: the column(s) to print (repeatable), as the openstack "
+                            "CLI's -c")
+
+
+def tabular(args: argparse.Namespace) -> bool:
+    """Whether the command's output goes through ``emit``: -f table|value|csv|yaml, or -f json with -c (the
+    openstack CLI's JSON of the chosen columns). Without -c, -f json stays the command's own document."""
+    from nfvcat.core.errors import UserError
+
+    chosen = getattr(args, "columns", None)
+    if chosen and args.format not in (*TABULAR, "json"):
+        raise UserError(f"-c selects columns of -f {', '.join(TABULAR)} or json, not -f {args.format}")
+    return args.format in TABULAR or bool(chosen)
+
+
+def emit(args: argparse.Namespace, columns: Sequence[str], rows: Iterable[Sequence[Any]], one: bool = False) -> None:
+    """Print ``rows`` (of ``columns``; ``one``: a single record, as a show command) with cliff's formatter for
+    ``args.format``, keeping the ``-c`` columns in the command's order (cliff's rule: names match without case,
+    '_' for ' '); a mapping or list value is one cell in a table, data in yaml and json."""
+    from cliff.formatters import commaseparated, json_format, table, value, yaml_format
+
+    from nfvcat.core.errors import UserError
+
+    kinds: dict[str, Any] = {"table": table.TableFormatter, "value": value.ValueFormatter,
+                             "csv": commaseparated.CSVLister, "yaml": yaml_format.YAMLFormatter,
+                             "json": json_format.JSONFormatter}
+    formatter = kinds[args.format]()
+    defaults = argparse.ArgumentParser(add_help=False)
+    formatter.add_argument_group(defaults)
+    settings = defaults.parse_args([])  # cliff's own defaults (CLIFF_MAX_TERM_WIDTH, CLIFF_FIT_WIDTH honoured)
+    wanted = [c.lower().strip().replace(" ", "_") for c in args.columns or []]
+    keep = [i for i, c in enumerate(columns) if not wanted or c.lower().strip().replace(" ", "_") in wanted]
+    if not keep:
+        raise UserError(f"-c {' -c '.join(args.columns)}: no such column (columns: {', '.join(columns)})")
+    names = [columns[i] for i in keep]
+    data = [[Cell(row[i]) if isinstance(row[i], (dict, list)) else row[i] for i in keep] for row in rows]
+    if one:
+        if isinstance(formatter, commaseparated.CSVLister):  # cliff has no CSV of one record: a one-row list
+            formatter.emit_list(names, data, sys.stdout, settings)
+        else:
+            formatter.emit_one(names, data[0], sys.stdout, settings)
+    else:
+        formatter.emit_list(names, data, sys.stdout, settings)
+
+
+class Cell(FormattableColumn[Any]):
+    """A mapping or list as cliff's formatters print one: data in json and yaml, ``key='value', ...`` or
+    ``a, b`` in a table, value or csv cell (as osc-lib's DictColumn and ListColumn do)."""
+
+    def human_readable(self) -> str:
+        value = self.machine_readable()
+        if isinstance(value, dict):
+            return ", ".join(f"{k}='{value[k]}'" for k in sorted(value))
+        return ", ".join(str(x) for x in value)
 
 
 def add_sign(p: argparse.ArgumentParser) -> None:
@@ -63,13 +128,13 @@ def add_timeout(p: argparse.ArgumentParser, default: float, what: str) -> None:
     p.add_argument("--timeout", type=float, default=default, help=f"seconds to wait for {what} (default {default:g})")
 
 
-def add_checked(p: argparse.ArgumentParser, *, skippable: bool = True) -> None:
-    """What a command that ends with ``nfvcat check`` takes: the cloud, the output format, the host inventory
-    and host access (and ``--no-check`` when the check can be skipped)."""
+def add_checked(p: argparse.ArgumentParser, *, skippable: bool = True, columns: bool = False) -> None:
+    """What a command that ends with ``nfvcat check`` takes: the cloud, the output format (``columns``: the
+    openstack CLI's too), the host inventory and host access (and ``--no-check`` when the check can be skipped)."""
     if skippable:
         p.add_argument("--no-check", action="store_true", help="skip nfvcat check at the end")
     add_cloud(p)
-    add_format(p)
+    add_format(p, columns=columns)
     add_inventory(p)
     add_host_access(p)
 
@@ -91,7 +156,9 @@ def progress(args: argparse.Namespace) -> Callable[[str], None]:
 
 
 def add_cloud(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--os-cloud", default=None, help="clouds.yaml entry (default: $OS_CLOUD)")
+    p.add_argument("--os-cloud", default=None, metavar="NAME",
+                   help="clouds.yaml entry (default: $OS_CLOUD, else a sourced openrc's OS_* variables, else the "
+                        "only cloud of clouds.yaml: openstacksdk's order)")
 
 
 def add_inventory(p: argparse.ArgumentParser) -> None:

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import argparse
 import time
+from pathlib import Path
 from typing import Any
 
 from nfvcat import catalog
+from nfvcat.catalog import entries
 from nfvcat.commands import options
 from nfvcat.core import yamlpos
 from nfvcat.core.errors import EXIT_FINDINGS, EXIT_OK, UserError
@@ -16,7 +18,8 @@ from nfvcat.core.errors import EXIT_FINDINGS, EXIT_OK, UserError
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("plan", help="plan VNF placement on a host inventory with Nova's fitting",
                               description=__doc__)
-    p.add_argument("request", nargs="?", help="placement request YAML or HOT template")
+    p.add_argument("request", nargs="?", help="placement request YAML, HOT template, or a catalog entry's name or "
+                                              "directory (chain-vrouter)")
     p.add_argument("--flavor", help="place this catalog flavor (name or flavor.yaml path) instead of a request")
     p.add_argument("--count", type=int, default=1, help="instances of --flavor (default 1)")
     p.add_argument("--port", action="append", default=[], metavar="VNIC[:PHYSNET]",
@@ -26,12 +29,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="the cloud's nova.conf: its [filter_scheduler] enabled_filters and [pci] alias replace the "
                         "inventory's (e.g. .devcloud/etc/nova/nova.conf)")
     p.add_argument("--flavors", action="append", metavar="DIR", help="catalog flavors directory")
-    options.add_environments(p, "Heat environment file whose parameters the HOT template gets (repeatable)")
+    options.add_environments(p, "Heat environment file whose parameters the HOT template gets, or the name of one "
+                                "of the entry's examples (e.g. sriov); repeatable")
     options.add_parameters(p, "HOT parameter value (repeatable)")
     p.add_argument("--strategy", choices=("spread", "pack"), default="spread", help="host weighing")
     p.add_argument("--capacity", action="store_true", help="how many copies fit, and what runs out first")
     p.add_argument("--max-copies", type=int, default=100000, help="stop --capacity at this many copies")
-    options.add_format(p)
+    options.add_format(p, columns=True)
     p.set_defaults(func=run)
 
 
@@ -50,22 +54,24 @@ def _chain(args: argparse.Namespace) -> Any:
                              vnfs=[request.Vnf(name=flavor.name, flavor=flavor, ports=ports, count=args.count)])
     if not args.request:
         raise UserError("nothing to plan: give a placement request, a HOT template or --flavor")
+    found = entries.template(args.request)  # a file, or a catalog entry by name (chain-vrouter)
+    path = args.request if found.path == Path(args.request) else str(found.path)  # a file: as given
     try:
-        with open(args.request, encoding="utf-8") as f:
+        with open(path, encoding="utf-8") as f:
             data = yamlpos.load(f.read(yamlpos.MAX_BYTES + 1))[0]
     except OSError as exc:
-        raise UserError(f"{args.request}: cannot read: {exc.strerror or exc}") from None
+        raise UserError(f"{path}: cannot read: {exc.strerror or exc}") from None
     except yamlpos.DocumentError as exc:
-        raise UserError(f"{args.request}:{exc.line}:{exc.column}: {exc.message}") from None
+        raise UserError(f"{path}:{exc.line}:{exc.column}: {exc.message}") from None
     if isinstance(data, dict) and "heat_template_version" in data:
         params: dict[str, Any] = {}
-        for env in args.environment:
-            params.update(_env_parameters(env))
+        for env in found.environments(args.environment):  # files, or the entry's examples by name (-e sriov)
+            params.update(_env_parameters(str(env)))
         params.update(dict(args.parameter))
         root = catalog.find_root()
         networks = catalog.provider_networks(root, _read_yaml)
-        return hot_reader.load(args.request, data, params, dirs, networks)
-    return request.load(args.request, dirs)
+        return hot_reader.load(path, data, params, dirs, networks)
+    return request.load(path, dirs)
 
 
 def _read_yaml(path: Any) -> Any:
@@ -115,10 +121,24 @@ def run(args: argparse.Namespace) -> int:
             raise UserError("--max-copies must be at least 1")
         res = capacity.run(planner, chain, args.max_copies)
         meta["seconds"] = round(time.perf_counter() - started, 3)
-        print(output.capacity_json(res, meta) if args.format == "json" else output.capacity_text(res, meta))
+        if options.tabular(args):  # a row per resource: what the copies use of it
+            options.emit(args, ("resource", "used", "total"),
+                         [[name, u["used"], u["total"]] for name, u in res.usage.items()])
+        else:
+            print(output.capacity_json(res, meta) if args.format == "json" else output.capacity_text(res, meta))
         return EXIT_OK if res.copies > 0 else EXIT_FINDINGS
     result = planner.place_chain(chain)
     meta["seconds"] = round(time.perf_counter() - started, 3)
     meta["exact_fits"] = planner.exact_fits
-    print(output.plan_json(result, meta) if args.format == "json" else output.plan_text(result, meta))
+    if options.tabular(args):  # a row per instance: the JSON document's placements, then what did not fit
+        options.emit(args, PLAN_COLUMNS, [[*(getattr(p, c) for c in PLAN_COLUMNS[:-1]), None]
+                                          for p in result.placements]
+                     + [[f.vnf, f.instance, None, None, [], [], [], None, None, [], output.grouped(f)[0]["message"]]
+                        for f in result.failures])
+    else:
+        print(output.plan_json(result, meta) if args.format == "json" else output.plan_text(result, meta))
     return EXIT_FINDINGS if result.failures else EXIT_OK
+
+
+PLAN_COLUMNS = ("vnf", "instance", "host", "role", "numa_cells", "pinned_cpus", "emulator_cpus", "page_size",
+                "cpu_policy", "pci_devices", "does_not_fit")

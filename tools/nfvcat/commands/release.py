@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
 from nfvcat import catalog
@@ -20,9 +21,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "release",
         help="record every entry's released version, file digests and interface in RELEASES.yaml",
         description="Check the catalog against the last release record (as `nfvcat versions` does; refuses "
-        "to release when that fails), then write RELEASES.yaml: every entry's version, the sha256 of its "
-        "files and its interface. Commit the record; run `nfvcat release` again on the commit holding it and "
-        "it tags each entry version that has no tag yet (ENTRY/vVERSION, e.g. templates/heat/vnf-vrouter/v1.0.1).",
+        "to release when that fails), then write RELEASES.yaml: every entry's version, the day it was "
+        "released (today for a version the record did not hold), the sha256 of its files and its interface. "
+        "Commit the record; run `nfvcat release` again on the commit holding it and it tags each entry version "
+        "that has no tag yet (ENTRY/vVERSION, e.g. templates/heat/vnf-vrouter/v1.0.1).",
     )
     parser.add_argument("--root", metavar="DIR", help="catalog root (default: found from the current directory)")
     parser.add_argument("--no-tag", action="store_true", help="write the record only; make no git tag")
@@ -57,9 +59,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"not released: {len(failed)} entries fail `nfvcat versions`")
         return EXIT_FINDINGS
     artefacts: list[str] = []
+    today = datetime.now(UTC).date().isoformat()  # the release date of every version this release records
     if args.output:  # first: a build may lock an unreleased image version, which the record then holds
         signer = options.signer(args)
-        artefacts = [str(p) for p in release_artifacts.build_all(root, Path(args.output), _say, signer)]
+        artefacts = [str(p) for p in release_artifacts.build_all(root, Path(args.output), _say, signer, today)]
     drift = refs.sync(root, write=False)
     if drift:
         print("not released: image checksums differ from the image locks in "
@@ -67,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_FINDINGS
     try:
         entries = releases.snapshot(root)
-        path, changed, number = releases.write_record(root, entries)
+        path, changed, number = releases.write_record(root, entries, today)
         tags, why = ([], "--no-tag") if args.no_tag else releases.tag(root, entries)
     except (OSError, releases.RecordError) as exc:
         raise UserError(str(exc)) from None

@@ -5,13 +5,14 @@ from __future__ import annotations
 import argparse
 import json
 
+from nfvcat.commands import options
 from nfvcat.validation.rules import all_rules
 from nfvcat.validation.rules.base import Rule
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("rules", help="list the validation rules")
-    p.add_argument("--format", choices=("text", "json", "markdown"), default="text")
+    options.add_format(p, "markdown", columns=True)
     p.set_defaults(func=run)
 
 
@@ -31,12 +32,15 @@ def markdown(rules: list[Rule]) -> str:
     return "\n".join(out) + "\n"
 
 
+COLUMNS = ("id", "severity", "engine", "shortdesc", "description", "source_url")
+
+
 def run(args: argparse.Namespace) -> int:
     rules = all_rules()
-    if args.format == "json":
-        print(json.dumps([{"id": r.id, "severity": r.severity, "engine": r.engine, "shortdesc": r.shortdesc,
-                           "description": r.description, "source_url": r.source_url} for r in rules],
-                         indent=2))
+    if options.tabular(args):
+        options.emit(args, COLUMNS, [[getattr(r, c) for c in COLUMNS] for r in rules])
+    elif args.format == "json":
+        print(json.dumps([{c: getattr(r, c) for c in COLUMNS} for r in rules], indent=2))
     elif args.format == "markdown":
         print(markdown(rules), end="")
     else:

@@ -10,7 +10,9 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from typing import Any
 
+from nfvcat.commands import options
 from nfvcat.core.errors import EXIT_ENGINE, EXIT_OK
 from nfvcat.validation import client, server, wire
 
@@ -22,7 +24,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--idle", type=float, metavar="SECONDS",
                    help="start, run: exit after this long without a request (default $NFVCAT_SERVER_IDLE or 900)")
     p.add_argument("--site", metavar="FILE", help="start, run: the site profile validations will use")
-    p.add_argument("--format", choices=("text", "json"), default="text")
+    options.add_format(p, columns=True)
     p.set_defaults(func=run)
 
 
@@ -64,5 +66,9 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _print(args: argparse.Namespace, data: dict[str, object], text: str) -> None:
-    print(json.dumps(data, indent=2) if args.format == "json" else text)
+def _print(args: argparse.Namespace, data: dict[str, Any], text: str) -> None:
+    if options.tabular(args):  # one record, as the openstack CLI's show commands print one
+        record = data["status"] if isinstance(data.get("status"), dict) else data
+        options.emit(args, list(record), [list(record.values())], one=True)
+    else:
+        print(json.dumps(data, indent=2) if args.format == "json" else text)

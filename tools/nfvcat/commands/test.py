@@ -17,6 +17,7 @@ import signal
 import sys
 from pathlib import Path
 
+from nfvcat.commands import options
 from nfvcat.core.errors import EXIT_ENGINE, EXIT_FINDINGS, EXIT_OK
 
 
@@ -29,8 +30,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--keep", action="store_true", help="leave each chain up (namespaces, stacks) for debugging")
     p.add_argument("-o", "--results-dir", type=Path, metavar="DIR",
                    help="where the reports go (default: the TDF's general.results_dir)")
-    p.add_argument("--format", choices=("text", "json"), default="text",
-                   help="what to print at the end (progress goes to stderr)")
+    options.add_format(p, help="what to print at the end (progress goes to stderr)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
     p.set_defaults(func=run)
 

@@ -25,7 +25,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--against", metavar="REF",
                         help="compare with the record as committed at this git ref (default: the working tree's)")
     parser.add_argument("--root", metavar="DIR", help="catalog root (default: found from the current directory)")
-    options.add_format(parser)
+    options.add_format(parser, columns=True)
     parser.add_argument("-v", "--verbose", action="store_true", help="also list unchanged and new entries")
     parser.set_defaults(func=run)
 
@@ -39,6 +39,10 @@ def run(args: argparse.Namespace) -> int:
     except versions.VersionsError as exc:
         raise UserError(str(exc), EXIT_FINDINGS if exc.missing else EXIT_USAGE) from None
     failed = [r for r in reports if r.errors]
+    if options.tabular(args):  # a row per entry: the fields of the JSON document's entries
+        rows = [r.as_dict() for r in reports]
+        options.emit(args, list(rows[0]) if rows else ["entry"], [list(row.values()) for row in rows])
+        return EXIT_FINDINGS if failed else EXIT_OK
     if args.format == "json":
         print(json.dumps({"against": where, "ok": not failed, "entries": [r.as_dict() for r in reports]},
                          indent=2))

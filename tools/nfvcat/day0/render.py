@@ -21,7 +21,6 @@ from typing import Any
 
 import yaml
 
-from nfvcat import catalog
 from nfvcat.catalog import entries
 from nfvcat.core.errors import UserError
 
@@ -97,20 +96,6 @@ class Day0:
         return data
 
 
-def find_template(vnf: str) -> Path:
-    """A VNF is a catalog entry name (``vnf-ipsec-gw``, or ``ipsec-gw``), an entry directory or a template."""
-    p = Path(vnf)
-    if p.is_file():
-        return p
-    root = catalog.require_root()
-    known = entries.entries(root, "heat")
-    for name in (vnf, f"vnf-{vnf}"):
-        for entry in known:
-            if name in (entry.name, entry.dir.name) or (p.is_dir() and p.resolve() == entry.dir):
-                return entry.template
-    raise UserError(f"no catalog VNF or template {vnf!r} (known: {', '.join(e.name for e in known)})")
-
-
 def generated_mac(seed: str) -> str:
     d = hashlib.sha256(seed.encode()).digest()
     return "fa:16:3e:" + ":".join(f"{b:02x}" for b in d[:3])
@@ -145,8 +130,11 @@ def _heat() -> None:
 
 def render(vnf: str, environments: list[str] | None = None, parameters: dict[str, str] | None = None,
            server: str | None = None) -> Day0:
-    """Resolve the server's user_data with Heat's own functions; ports from the template's ``networks``."""
-    path = find_template(vnf)
+    """Resolve the server's user_data with Heat's own functions; ports from the template's ``networks``. ``vnf``
+    and ``environments`` as every command takes them (nfvcat.catalog.entries.template): a catalog VNF by name
+    (``vnf-ipsec-gw`` or ``ipsec-gw``), its directory or a template; files or the entry's examples by name."""
+    found = entries.template(vnf)
+    path, env_paths = found.path, found.environments(list(environments or []))
     params, facts = _split_parameters(dict(parameters or {}))
     _heat()
     from heat.common import exception
@@ -156,7 +144,7 @@ def render(vnf: str, environments: list[str] | None = None, parameters: dict[str
     try:
         files, tpl = template_utils.get_template_contents(template_file=str(path))
         _env_files, env = template_utils.process_multiple_environments_and_files(
-            env_paths=[str(e) for e in environments or []] or None)
+            env_paths=[str(e) for e in env_paths] or None)
     except Exception as exc:
         raise UserError(f"cannot read {path} with its files and environments: {exc}") from None
     files = {u: b.decode() if isinstance(b, bytes) else b for u, b in files.items()}

@@ -21,10 +21,11 @@ from typing import Any
 
 import yaml
 
-from nfvcat.catalog import entries
+from nfvcat.catalog import entries, releases
 from nfvcat.core.errors import UserError
 from nfvcat.packaging import basehot, signing
 from nfvcat.packaging import package_images as images
+from nfvcat.packaging.images import refs
 
 PACKAGE_DIRS = ("Definitions", "BaseHOT", "UserData", "Scripts", "Files")
 USER_DATA = "UserData/lcm_user_data.py"  # shipped in nfvcat/data/tacker/ for every entry
@@ -80,12 +81,26 @@ def members(entry_dir: Path, entry: dict[str, Any]) -> dict[str, bytes]:
     return files
 
 
-def release_date(entry_dir: Path, version: str) -> str:
-    """The date of the version's CHANGELOG heading (``## 1.0.0 - 2026-11-22``), for a stable manifest."""
-    changelog = entry_dir / "CHANGELOG.md"
-    text = changelog.read_text(encoding="utf-8") if changelog.is_file() else ""
-    match = re.search(rf"^##\s*\[?{re.escape(version)}\]?\s*[-(]\s*(\d{{4}}-\d{{2}}-\d{{2}})", text, re.M)
-    return f"{match.group(1) if match else '1980-01-01'}T00:00:00+00:00"
+def release_date(entry_dir: Path, version: str, releasing: str | None = None) -> str:
+    """The manifest's vnf_release_date_time of the entry at ``version``: the day the release record
+    (RELEASES.yaml) says it was released; for a version the record does not hold, ``releasing`` (the day of the
+    release being made, from ``nfvcat release``), else the date of its CHANGELOG heading (``## 1.0.0 -
+    2026-11-22``). None of them is an error, never a made-up date."""
+    root = refs.catalog_root_of(entry_dir / "entry.yaml")  # the catalog the entry is in, whatever the cwd
+    rel = entry_dir.resolve().relative_to(root).as_posix() if root else None
+    day = releases.release_date(root, rel, version) if root and rel else None
+    if day is None and releasing:
+        day = releasing
+    if day is None:
+        changelog = entry_dir / "CHANGELOG.md"
+        text = changelog.read_text(encoding="utf-8") if changelog.is_file() else ""
+        match = re.search(rf"^##\s*\[?{re.escape(version)}\]?\s*[-(]\s*(\d{{4}}-\d{{2}}-\d{{2}})", text, re.M)
+        day = match.group(1) if match else None
+    if day is None:
+        raise UserError(f"{entry_dir}: no release date for version {version}: it is not in the release record "
+                        f"(RELEASES.yaml) and CHANGELOG.md has no dated heading '## {version} - YYYY-MM-DD' (record "
+                        "it with `nfvcat release`)")
+    return f"{day}T00:00:00+00:00"
 
 
 def vnf_properties(entry_dir: Path, template: str) -> dict[str, Any]:
@@ -99,13 +114,14 @@ def vnf_properties(entry_dir: Path, template: str) -> dict[str, Any]:
                     f"(Tacker leaves such a package in CREATED)")
 
 
-def manifest(entry_dir: Path, entry: dict[str, Any], files: dict[str, bytes]) -> bytes:
+def manifest(entry_dir: Path, entry: dict[str, Any], files: dict[str, bytes],
+             releasing: str | None = None) -> bytes:
     props = vnf_properties(entry_dir, entry["template"])
     lines = [
         "metadata:",
         f"vnf_provider_id: {props.get('provider', '')}",
         f"vnf_product_name: {props.get('product_name', '')}",
-        f"vnf_release_date_time: {release_date(entry_dir, entry['version'])}",
+        f"vnf_release_date_time: {release_date(entry_dir, str(entry['version']), releasing)}",
         f"vnf_package_version: {entry['version']}",
         "",
     ]
@@ -145,10 +161,10 @@ def write_zip(path: Path, files: dict[str, bytes]) -> None:
 
 
 def build(entry_dir: Path, output: Path, with_image: bool = False,
-          signer: tuple[Any, Any] | None = None) -> Path:
+          signer: tuple[Any, Any] | None = None, releasing: str | None = None) -> Path:
     """Build DIR/NAME-VERSION.zip from the vnfd entry; return its path. ``with_image``: the entry's images
-    inside (packaging.package_images);
-``signer`` (key, certificate): the manifest signed with CMS (nfvcat.packaging.signing)."""
+    inside (packaging.package_images); ``signer`` (key, certificate): the manifest signed with CMS
+    (nfvcat.packaging.signing); ``releasing``: the day of the release being made (``release_date``)."""
     if not entry_dir.is_dir():
         raise UserError(f"{entry_dir}: not a directory")
     entry = read_entry(entry_dir)
@@ -158,7 +174,7 @@ def build(entry_dir: Path, output: Path, with_image: bool = False,
     manifest_name = f"{entry['name']}.mf"
     if signer is not None:  # the certificate is a file of the package: the manifest hashes it too
         files[signing.CERT_MEMBER] = signing.cert_pem(signer[1])
-    files[manifest_name] = manifest(entry_dir, entry, files)
+    files[manifest_name] = manifest(entry_dir, entry, files, releasing)
     if signer is not None:
         files[manifest_name] = signing.sign_manifest(files[manifest_name], *signer)
     files["TOSCA-Metadata/TOSCA.meta"] = tosca_meta(entry, manifest_name, files)

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 
 from nfvcat.validation import wire
 
@@ -59,28 +58,33 @@ def start(site: str | None = None, idle: float | None = None) -> dict[str, Any] 
                                     start_new_session=True, close_fds=True)
     except OSError:
         return None
-    deadline = time.monotonic() + START_TIMEOUT
-    while time.monotonic() < deadline:
+    from nfvcat.core.waiting import TimedOut, until
+
+    def up() -> tuple[dict[str, Any] | None, bool]:  # (its status, it failed)
         current = status()
-        if current is not None:
-            return current
-        if proc.poll() is not None and proc.returncode != 0:
-            return None
-        time.sleep(0.02)
-    return None
+        return current, current is None and proc.poll() is not None and proc.returncode != 0
+
+    try:
+        return until(up, lambda seen: seen[0] is not None or seen[1], timeout=START_TIMEOUT,
+                     what="the engine server", first=0.01, most=0.05)[0]
+    except TimedOut:
+        return None
 
 
 def stop(timeout: float = 20) -> int | None:
     """Stop the running server and wait until it is gone; its pid, or None when none ran."""
     from nfvcat.core.procs import alive
+    from nfvcat.core.waiting import TimedOut, until
 
     reply = wire.request({"op": "stop"}, 10)
     if not reply:
         return None
     pid = int(reply.get("stopped", 0))
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and pid and alive(pid):
-        time.sleep(0.02)
+    try:
+        until(lambda: not (pid and alive(pid)), bool, timeout=timeout, what=f"the engine server (pid {pid})",
+              first=0.01, most=0.1)
+    except TimedOut:
+        pass  # it was asked to stop; the caller reports the pid
     return pid
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -14,6 +15,7 @@ if TYPE_CHECKING:
     from nfvcat.validation.rules.base import Rule
 
 SARIF_LEVEL = {"error": "error", "warning": "warning", "informational": "note"}
+SRCROOT = "%SRCROOT%"  # the base id GitHub code scanning resolves against the repository's checkout
 
 
 def text(findings: Sequence[Finding], files: int, skipped: int = 0, excluded: int = 0,
@@ -49,7 +51,40 @@ def as_json(findings: Sequence[Finding], files: int = 0, skipped: Sequence[str] 
     }, indent=2)
 
 
-def sarif(findings: Sequence[Finding], rules: Sequence[Rule], suppressed: Sequence[Suppressed] = ()) -> str:
+def source_root(start: str) -> str:
+    """The repository ``%SRCROOT%`` stands for: the nearest directory at or above ``start`` holding ``.git``
+    (a directory, or the file of a worktree or submodule); ``start`` itself outside any repository."""
+    here = start = os.path.abspath(start)
+    while not os.path.exists(os.path.join(here, ".git")):
+        parent = os.path.dirname(here)
+        if parent == here:
+            return start
+        here = parent
+    return here
+
+
+def artifact_location(path: str, cwd: str, root: str) -> dict[str, str]:
+    """SARIF's artifactLocation of a finding's file (relative to ``cwd``, or absolute): a percent-encoded URI
+    relative to ``root`` with ``%SRCROOT%`` as its base, so a file has one URI from any directory; a file
+    outside ``root`` gets its absolute file URI."""
+    from pathlib import PurePosixPath
+    from urllib.parse import quote
+
+    full = os.path.normpath(os.path.join(cwd, path))
+    rel = os.path.relpath(full, root)
+    if rel == os.pardir or rel.startswith(os.pardir + os.sep):
+        return {"uri": PurePosixPath(full).as_uri()}
+    return {"uri": quote(rel.replace(os.sep, "/")), "uriBaseId": SRCROOT}
+
+
+def sarif(findings: Sequence[Finding], rules: Sequence[Rule], suppressed: Sequence[Suppressed] = (),
+          cwd: str | None = None) -> str:
+    """SARIF 2.1.0 as GitHub code scanning takes it: artifact URIs relative to the repository's root
+    (``originalUriBaseIds``), for a call made in ``cwd`` (default: the current directory)."""
+    from pathlib import PurePosixPath
+
+    cwd = os.path.abspath(cwd or os.getcwd())
+    root = source_root(cwd)
     index = {r.id: i for i, r in enumerate(rules)}
     results: list[dict[str, Any]] = []
     for f, why in [(f, None) for f in findings] + [(s.finding, s) for s in suppressed]:
@@ -58,7 +93,7 @@ def sarif(findings: Sequence[Finding], rules: Sequence[Rule], suppressed: Sequen
             "level": SARIF_LEVEL[f.severity],
             "message": {"text": f.message},
             "locations": [{"physicalLocation": {
-                "artifactLocation": {"uri": f.file},
+                "artifactLocation": artifact_location(f.file, cwd, root),
                 "region": {"startLine": f.line, "startColumn": f.column}}}],
             "properties": {"engine": f.engine},
         }
@@ -78,6 +113,7 @@ def sarif(findings: Sequence[Finding], rules: Sequence[Rule], suppressed: Sequen
                            "fullDescription": {"text": r.description}, "helpUri": r.source_url,
                            "defaultConfiguration": {"level": SARIF_LEVEL[r.severity]}} for r in rules],
             }},
+            "originalUriBaseIds": {SRCROOT: {"uri": PurePosixPath(root).as_uri().rstrip("/") + "/"}},
             "results": results,
         }],
     }

@@ -28,8 +28,8 @@ def chain_files(test: TestSpec) -> tuple[Path, list[Path]]:
     from nfvcat.catalog import entries
 
     assert test.chain is not None
-    entry = entries.find(catalog.require_root(), test.chain, "heat")
-    return entry.template, entry.environments(test.environment)
+    found = entries.template(test.chain)
+    return found.path, found.environments(test.environment)
 
 
 def validate(test: TestSpec) -> str:

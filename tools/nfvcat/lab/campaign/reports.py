@@ -5,9 +5,10 @@ every trial, plus one result record per test in OPNFV xtesting's format), and on
 from __future__ import annotations
 
 import html
+import io
 import json
+import re
 import time
-import xml.etree.ElementTree as ET
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -41,33 +42,49 @@ def as_json(camp: CampaignRecord) -> dict[str, Any]:
             "results": [xtesting_record(camp, t) for t in camp.tests]}
 
 
+# Text XML 1.0 cannot hold (C0 controls but tab and line ends, surrogates, U+FFFE/U+FFFF): one such character in
+# a step's output made the whole report unreadable. Terminal control sequences (a coloured tool's ESC [ ... m)
+# are dropped; any other such character is written as its Python escape (\x1b, \x00).
+_CSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")
+_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def xml_text(text: str) -> str:
+    """``text`` as XML 1.0 can hold it (see above)."""
+    return _NOT_XML.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), _CSI.sub("", text))
+
+
 def junit(camp: CampaignRecord) -> str:
-    suites = ET.Element("testsuites", name=f"nfvcat test {Path(camp.tdf).name}",
-                        time=f"{camp.stop - camp.start:.3f}")
-    totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+    """JUnit XML as the Jenkins xUnit plugin's schema (junit-10.xsd) and pytest write it, by junitparser's
+    xunit2 flavour: one testsuite per test, one testcase per step, no ``skipped`` on <testsuites>; times are
+    the measured ones (a suite's and the campaign's wall clock, not the sum of their steps)."""
+    from junitparser import Error, Failure, Skipped, xunit2
+
+    top = xunit2.JUnitXml(name=xml_text(f"nfvcat test {Path(camp.tdf).name}"))
     for t in camp.tests:
-        counts = {"tests": len(t.steps), "failures": sum(s.status == FAIL for s in t.steps),
-                  "errors": sum(s.status == ERROR for s in t.steps), "skipped": sum(s.status == SKIP for s in t.steps)}
-        attrib = {"name": t.name, "timestamp": _date(t.start).replace(" ", "T"), "time": f"{t.stop - t.start:.3f}",
-                  **{k: str(v) for k, v in counts.items()}}
-        suite = ET.SubElement(suites, "testsuite", attrib)
-        for k in totals:
-            totals[k] += counts[k]
+        suite = xunit2.TestSuite(xml_text(t.name))
+        suite.timestamp = _date(t.start).replace(" ", "T")
         for s in t.steps:
-            case = ET.SubElement(suite, "testcase", classname=f"{camp.project}.{t.name}", name=s.name,
-                                 time=f"{s.duration:.3f}")
-            if s.status == FAIL:
-                ET.SubElement(case, "failure", message=s.message[:500], type="FAIL").text = f"{s.label}: {s.message}"
-            elif s.status == ERROR:
-                ET.SubElement(case, "error", message=s.message[:500], type="ERROR").text = f"{s.label}: {s.message}"
+            case = xunit2.TestCase(xml_text(s.name), classname=xml_text(f"{camp.project}.{t.name}"),
+                                   time=round(s.duration, 3))
+            text = xml_text(f"{s.label}: {s.message}")
+            if s.status in (FAIL, ERROR):
+                result = (Failure if s.status == FAIL else Error)(xml_text(s.message[:500]), s.status)
+                result.text = text
+                case.result = [result]
             elif s.status == SKIP:
-                ET.SubElement(case, "skipped", message=s.message or "not run")
+                case.result = [Skipped(xml_text(s.message or "not run"))]
             elif s.message:
-                ET.SubElement(case, "system-out").text = f"{s.label}: {s.message}"
-    for k, v in totals.items():
-        suites.set(k, str(v))
-    ET.indent(suites)
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
+                case.system_out = text
+            suite.add_testcase(case)
+        top.add_testsuite(suite)
+    top.update_statistics()
+    for t, written in zip(camp.tests, top, strict=True):
+        written.time = round(max(0.0, t.stop - t.start), 3)
+    top.time = round(max(0.0, camp.stop - camp.start), 3)
+    out = io.BytesIO()
+    top.write(out, pretty=True)
+    return out.getvalue().decode("utf-8")
 
 
 def _page() -> str:

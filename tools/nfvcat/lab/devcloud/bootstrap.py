@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -13,6 +12,7 @@ from typing import Any
 import yaml
 
 from nfvcat.core.errors import EXIT_ENGINE, UserError
+from nfvcat.core.waiting import TimedOut, until
 from nfvcat.lab.devcloud import configs, services
 from nfvcat.lab.devcloud.computes import Compute
 from nfvcat.lab.devcloud.state import CLOUD_NAME, DATABASES, HOST, PORTS, REGION, SERVICE_USERS, State, url
@@ -218,11 +218,11 @@ def wait_computes(state: State, computes: list[Compute], say: Callable[[str], No
     from nfvcat.lab.devcloud import procs
 
     conn = openstack.connect(auth=admin_auth(state), region_name=REGION, identity_api_version="3")
-    deadline = time.monotonic() + timeout
     waiting = {(c.name, what): False for c in computes for what in
                ("nova-compute", "hypervisor", "PCPU inventory", "Open vSwitch agent", "NIC Switch agent")}
     names = {c.name for c in computes}
-    while time.monotonic() < deadline:
+
+    def ready() -> bool:
         for c in computes:
             for binary in ("nova-compute", "neutron-openvswitch-agent", "neutron-sriov-nic-agent"):
                 if not procs.pid_of(state, c.service(binary)):
@@ -245,18 +245,20 @@ def wait_computes(state: State, computes: list[Compute], say: Callable[[str], No
                     waiting[(agent.host, agent.agent_type)] = True
         except Exception as exc:  # an API still warming up
             say(f"waiting: {type(exc).__name__}")
-        if all(waiting.values()):
-            # a host the scheduler can see: the cell mapping comes from discover_hosts (scheduler, every 5 s)
-            _check([str(state.venv_bin / "nova-manage"), "--config-file", str(state.etc / "nova/nova.conf"),
-                    "cell_v2", "discover_hosts"], "nova-manage cell_v2 discover_hosts")
-            say(f"{len(computes)} compute host(s), PCPU inventory and agents ready")
-            return
-        time.sleep(2)
-    missing = sorted({f"{h}: {w}" for (h, w), ok in waiting.items() if not ok})
-    first = next(c for c in computes if any(not ok for (h, _), ok in waiting.items() if h == c.name))
-    log = state.log / f"{first.service('nova-compute')}.log"
-    raise UserError(f"devcloud: not ready after {timeout:.0f} s: {', '.join(missing)}; last lines of {log}:\n"
-                    f"{procs.tail(log)}", EXIT_ENGINE)
+        return all(waiting.values())
+
+    try:
+        until(ready, bool, timeout=timeout, what="devcloud compute hosts", first=1.0, most=5.0)
+    except TimedOut:
+        missing = sorted({f"{h}: {w}" for (h, w), ok in waiting.items() if not ok})
+        first = next(c for c in computes if any(not ok for (h, _), ok in waiting.items() if h == c.name))
+        log = state.log / f"{first.service('nova-compute')}.log"
+        raise UserError(f"devcloud: not ready after {timeout:.0f} s: {', '.join(missing)}; last lines of {log}:\n"
+                        f"{procs.tail(log)}", EXIT_ENGINE) from None
+    # a host the scheduler can see: the cell mapping comes from discover_hosts (scheduler, every 5 s)
+    _check([str(state.venv_bin / "nova-manage"), "--config-file", str(state.etc / "nova/nova.conf"),
+            "cell_v2", "discover_hosts"], "nova-manage cell_v2 discover_hosts")
+    say(f"{len(computes)} compute host(s), PCPU inventory and agents ready")
 
 
 def aggregates(state: State, computes: list[Compute]) -> None:

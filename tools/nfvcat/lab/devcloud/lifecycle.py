@@ -12,6 +12,7 @@ from typing import Any, TextIO
 
 from nfvcat.catalog import inventory as inventory_mod
 from nfvcat.core.errors import EXIT_ENGINE, UserError
+from nfvcat.core.waiting import TimedOut, until
 from nfvcat.lab.devcloud import bootstrap, computes, configs, host, procs, services, shim, tacker
 from nfvcat.lab.devcloud.services import Service
 from nfvcat.lab.devcloud.state import State
@@ -42,17 +43,20 @@ def _fail(state: State, svc: Service, why: str) -> UserError:
 
 
 def wait_ready(state: State, svc: Service, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    def ready() -> bool:
         if svc.ready():
-            return
+            return True
         if not procs.pid_of(state, svc.name):
             tail_src = procs.logfile(state, svc.name)
             raise UserError(f"devcloud: {svc.name} exited during start; last lines of {tail_src}:\n"
                             f"{procs.tail(tail_src)}\n-- {_log_of(state, svc)}:\n{procs.tail(_log_of(state, svc), 10)}",
                             EXIT_ENGINE)
-        time.sleep(0.5)
-    raise _fail(state, svc, f"did not come up within {timeout:.0f} s")
+        return False
+
+    try:
+        until(ready, bool, timeout=timeout, what=f"devcloud {svc.name}", first=0.1, most=1.0)
+    except TimedOut:
+        raise _fail(state, svc, f"did not come up within {timeout:.0f} s") from None
 
 
 def start_all(state: State, group: list[Service], progress: Progress, timeout: float = 180) -> None:

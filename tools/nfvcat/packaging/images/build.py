@@ -190,13 +190,24 @@ def _released(recipe: Recipe, root: Path | None) -> bool:
 
 
 def export(built: Built, out_dir: Path) -> Path:
-    """Copy the image to ``out_dir`` as NAME-VERSION.qcow2 (idempotent: an identical file stays)."""
+    """Copy the image to ``out_dir`` as NAME-VERSION.qcow2, hashing the bytes as they are written: a copy that is
+    not the lock's sha256 is removed and refused, naming the file and both checksums (whatever lies in the image
+    cache, only the locked image is shipped). Idempotent: a file there with the lock's sha256 stays."""
+    r, lock = built.recipe, built.lock
     out_dir.mkdir(parents=True, exist_ok=True)
-    dest = out_dir / f"{built.recipe.name}-{built.recipe.version}.qcow2"
-    if dest.is_file() and dest.stat().st_size == built.lock.size and sha256_of(dest) == built.lock.sha256:
+    dest = out_dir / f"{r.name}-{r.version}.qcow2"
+    if dest.is_file() and dest.stat().st_size == lock.size and sha256_of(dest) == lock.sha256:
         return dest
-    tmp = dest.with_suffix(".part")
-    shutil.copyfile(built.disk, tmp)
+    tmp, h = dest.with_suffix(".part"), hashlib.sha256()
+    with built.disk.open("rb") as src, tmp.open("wb") as out:
+        for chunk in iter(lambda: src.read(1 << 20), b""):
+            h.update(chunk)
+            out.write(chunk)
+    if h.hexdigest() != lock.sha256:
+        tmp.unlink()
+        raise BuildError(f"{built.disk}: sha256 {h.hexdigest()}, but the lock of images/{r.name} {r.version} says "
+                         f"{lock.sha256}: {dest.name} not written (rebuild it: nfvcat image build "
+                         f"{r.name} --force)", EXIT_FINDINGS)
     tmp.replace(dest)
     return dest
 

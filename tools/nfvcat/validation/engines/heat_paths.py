@@ -16,8 +16,11 @@ SECTIONS = ("resources", "outputs", "parameters", "conditions", "parameter_group
 _IN_PATH = re.compile(r"\(in ([^)]+)\)")
 _PARAM = re.compile(r"[Pp]arameter(?: \(|s? '|s? \"| )([\w.\-:]+)")
 _REFERENCE = re.compile(r'reference "([^"]+)"')
+# A name in a message ends at a space, a full stop, a comma or the end; at a colon only when a space or the end
+# follows it ("Property error: ..."), since names hold colons ("Unknown Property binding:vnic_typo").
+_NAME_END = r"(?:[ .,]|:(?:\s|$)|$)"
 _TOKENS = (re.compile(r'"([^"]+)"'), re.compile(r"'([^']+)'"), re.compile(r"\(([^()\s]+)\)"),
-           re.compile(r"[Pp]roperty (\S+?)(?:[ .:,]|$)"), re.compile(r"[Pp]arameter (\S+?)(?:[ .:,]|$)"),
+           re.compile(rf"[Pp]roperty (\S+?){_NAME_END}"), re.compile(rf"[Pp]arameter (\S+?){_NAME_END}"),
            re.compile(r":\s*([\w:./\-]+)\s*\.?$"))
 # Group resources whose members are built from one of their properties.
 GROUP_PROPERTY = ("resource_def", "resource")
