@@ -290,3 +290,40 @@ def test_a_record_without_dates_is_dated_from_gits_history(repo: Path) -> None:
     assert set(_released(repo).values()) == {None}
     releases.write_record(repo, releases.snapshot(repo), "2030-01-02")
     assert set(_released(repo).values()) == {"2001-02-03"}  # the commit that recorded the versions
+
+
+def test_a_release_dates_the_new_versions_changelog_heading_and_the_tools_section(repo: Path) -> None:
+    """The day a version is released stands in its CHANGELOG heading (replacing a date written before), in the
+    record, and on the tool's [Unreleased] section, which becomes that release's; a release with nothing new
+    dates nothing."""
+    day = datetime.now(UTC).date().isoformat()
+    (repo / "CHANGELOG.md").write_text("# Changelog\n\n## [Unreleased]\n\n### Added\n- A thing.\n")
+    (demo(repo) / "entry.yaml").write_text(ENTRY.format(v="1.1.0"))
+    (demo(repo) / "CHANGELOG.md").write_text("# Changelog\n\n## 1.1.0 - 2001-01-01\n\n- Second.\n\n## 1.0.0\n\n- F.\n")
+    assert main(["release", "--root", str(repo), "--no-tag"]) == EXIT_OK
+    assert f"## 1.1.0 - {day}\n" in (demo(repo) / "CHANGELOG.md").read_text()
+    assert "## 1.0.0\n" in (demo(repo) / "CHANGELOG.md").read_text()  # released before: not this release's
+    assert _released(repo)["templates/heat/demo"] == day
+    tool = (repo / "CHANGELOG.md").read_text()
+    assert tool == f"# Changelog\n\n## [Unreleased]\n\n## [Release 2] - {day}\n\n### Added\n- A thing.\n"
+    assert main(["release", "--root", str(repo), "--no-tag"]) == EXIT_OK  # unchanged
+    assert (repo / "CHANGELOG.md").read_text() == tool
+    assert versions.compare(str(repo))[1][0].errors == []  # the dated heading is what the record holds
+
+
+def test_a_release_that_cannot_be_recorded_leaves_the_changelogs_as_they_were(
+        repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (demo(repo) / "entry.yaml").write_text(ENTRY.format(v="1.1.0"))
+    before = "# Changelog\n\n## 1.1.0\n\n- Second.\n\n## 1.0.0\n\n- F.\n"
+    (demo(repo) / "CHANGELOG.md").write_text(before)
+
+    seen: list[str] = []
+
+    def refuse(*_: object, **__: object) -> None:
+        seen.append((demo(repo) / "CHANGELOG.md").read_text())
+        raise OSError("disk full")
+
+    monkeypatch.setattr(releases, "write_record", refuse)
+    assert main(["release", "--root", str(repo), "--no-tag"]) != EXIT_OK
+    assert "## 1.1.0 - " in seen[0]  # dated before the record was to be written
+    assert (demo(repo) / "CHANGELOG.md").read_text() == before

@@ -295,6 +295,49 @@ def write_record(root: Path, entries: dict[str, Entry], today: str | None = None
     return path, True, number + 1
 
 
+CHANGELOG = "CHANGELOG.md"
+UNRELEASED = "## [Unreleased]"
+
+
+def date_entry_changelogs(root: Path, old: dict[str, Any] | None, today: str) -> dict[Path, str]:
+    """Before a release is recorded: each entry whose version the record does not hold yet gets the heading of
+    that version in its CHANGELOG.md dated with the release day (``## 2.1.0 - 2026-11-26``; a date written
+    before the release is replaced), so the entry's CHANGELOG says what the record says. The files written, with
+    their text before (to put back if the release is not recorded)."""
+    recorded = (old or {}).get("entries", {})
+    written: dict[Path, str] = {}
+    for entry_dir, paths in group(catalog_files(root)).items():
+        meta = load_yaml((root / entry_dir / "entry.yaml").read_bytes()) if f"{entry_dir}/entry.yaml" in paths else None
+        version = str(meta["version"]) if isinstance(meta, dict) and "version" in meta else None
+        item = recorded.get(entry_dir)
+        if version is None or (isinstance(item, dict) and str(item.get("version")) == version):
+            continue
+        changelog = root / entry_dir / CHANGELOG
+        if not changelog.is_file():
+            continue
+        text = changelog.read_text(encoding="utf-8")
+        heading = re.compile(rf"^## {re.escape(version)}(?: - \d{{4}}-\d{{2}}-\d{{2}})?[ \t]*$", re.M)
+        dated = heading.sub(f"## {version} - {today}", text, count=1)
+        if dated != text:
+            changelog.write_text(dated, encoding="utf-8")
+            written[changelog] = text
+    return written
+
+
+def date_tool_changelog(root: Path, number: int, today: str) -> Path | None:
+    """After release ``number`` is recorded: the [Unreleased] section of the CHANGELOG.md beside the record
+    becomes ``## [Release N] - DAY`` under a new, empty [Unreleased]. None when there is no such section."""
+    path = root / CHANGELOG
+    if not path.is_file():
+        return None
+    text = path.read_text(encoding="utf-8")
+    if f"\n{UNRELEASED}\n" not in text:
+        return None
+    path.write_text(text.replace(f"\n{UNRELEASED}\n", f"\n{UNRELEASED}\n\n## [Release {number}] - {today}\n", 1),
+                    encoding="utf-8")
+    return path
+
+
 def tag_name(entry: str, version: str) -> str:
     """One git tag per released entry version: ``templates/heat/vnf-vrouter/v1.0.1``."""
     return f"{entry}/v{version}"

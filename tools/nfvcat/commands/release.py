@@ -68,11 +68,18 @@ def run(args: argparse.Namespace) -> int:
         print("not released: image checksums differ from the image locks in "
               + ", ".join(str(d.path.relative_to(root)) for d in drift) + " (run `nfvcat docs`)")
         return EXIT_FINDINGS
+    dated: dict[Path, str] = {}
     try:
+        dated = releases.date_entry_changelogs(root, releases.read_record(root), today)
         entries = releases.snapshot(root)
         path, changed, number = releases.write_record(root, entries, today)
+        dated = {}  # recorded: the dated headings stay
+        if changed:
+            releases.date_tool_changelog(root, number, today)
         tags, why = ([], "--no-tag") if args.no_tag else releases.tag(root, entries)
     except (OSError, releases.RecordError) as exc:
+        for changelog, text in dated.items():  # nothing half-applied: the headings as they were
+            changelog.write_text(text, encoding="utf-8")
         raise UserError(str(exc)) from None
     if args.format == "json":
         print(json.dumps({"record": str(path), "release": number, "changed": changed, "entries": len(entries),
