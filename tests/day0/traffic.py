@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+from nfvcat.lab.frames import udp_frame as udp_frame
 from nfvcat.lab.netns import Lab, run
 
 LISTENER = r"""
