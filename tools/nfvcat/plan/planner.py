@@ -3,6 +3,11 @@
 Hosts are kept sorted by weight; for each instance the first host (in weight order) that passes every
 filter wins, which is the host Nova's weighers would pick among the hosts passing its filters. Cheap
 checks run first and Nova's exact fit only on hosts the per-cell summaries cannot rule out.
+
+Hosts with the same signature (hoststate.HostState.signature) form one group (hostorder): a verdict, with
+Nova's fitted topology, is computed once per group and request and memoised until the group empties, and
+the groups, not the hosts, are walked in weight order. ``memo=False`` keeps the host-by-host planner
+(each host its own Nova objects, every verdict computed), which the tests compare placements against.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from nfvcat.catalog.inventory import Inventory
 from nfvcat.core.errors import UserError
 from nfvcat.plan import demand as demand_mod
 from nfvcat.plan import filters, hoststate, novaenv, reasons, weigher
+from nfvcat.plan.hostorder import Group, HostOrder
 from nfvcat.plan.request import Chain, Vnf
 
 
@@ -47,7 +53,7 @@ class ChainResult:
 
 
 class Planner:
-    def __init__(self, inventory: Inventory, strategy: str = "spread"):
+    def __init__(self, inventory: Inventory, strategy: str = "spread", memo: bool = True):
         if not inventory.pci_alias:  # the site's aliases (the catalog flavors name qat-vf)
             from nfvcat import catalog
             from nfvcat.catalog import site
@@ -57,15 +63,22 @@ class Planner:
         n = novaenv.nova()
         try:
             n.pci_request.get_alias_from_config()
-            self.hosts = [hoststate.build(h, inventory.enabled_filters) for h in inventory.hosts]
+            hoststate.check_signature_fields()
+            self.hosts = [hoststate.build(h, inventory.enabled_filters, share=memo) for h in inventory.hosts]
         except n.exception.NovaException as exc:
             raise UserError(f"{inventory.path}: /pci/alias: Nova rejects it: {novaenv.nova_message(exc)}") from None
         except UserError as exc:
             raise UserError(f"{inventory.path}: {exc}") from None
         self.inventory = inventory
         self.strategy = strategy
-        self.keys = [weigher.sort_key(h, strategy) for h in self.hosts]
-        self.order = sorted(self.keys)
+        self.memo = memo
+        self.verdicts: dict[int, dict[int, tuple[bool, Any, bool, list[Any]]]] = {}  # group id -> id(demand) -> verdict
+        self.fits_memoised = 0  # exact fits answered from a group's memoised verdict
+        if memo:
+            self.host_order = HostOrder(self.hosts, strategy, self._dropped)
+        else:
+            self.keys = [weigher.sort_key(h, strategy) for h in self.hosts]
+            self.order = sorted(self.keys)
         self.groups: dict[str, list[int]] = {}
         self.demands: dict[int, demand_mod.Demand] = {}
         self.exact_fits = 0
@@ -90,33 +103,86 @@ class Planner:
             return f"ServerGroupAffinityFilter: server group '{group}' members are on another host"
         return None
 
-    def _passes(self, d: demand_mod.Demand, hs: hoststate.HostState, group: str | None,
-                policy: str | None) -> tuple[bool, Any]:
-        # every verdict but the server group one depends only on the demand and the host's state, so a
-        # host that failed stays failed until it is consumed (its version changes)
-        if d.failed_at.get(hs.index) == hs.version or self._group_reason(group, policy, hs):
-            return False, None
+    def _verdict(self, d: demand_mod.Demand, hs: hoststate.HostState) -> tuple[bool, Any, bool, list[Any]]:
+        """(passes, fitted topology, whether Nova's exact fit was asked, [the host's NUMA topology after
+        taking the fit, once known]) for every filter but the server group one: they depend only on the
+        demand and the host's signature."""
         if (filters.static_reason(d, hs) or filters.resource_reason(d, hs)
                 or (d.thread_policy == "require" and not filters.cpu_policy_ok(d, hs))
                 or not filters.may_fit(d, hs)):
-            d.failed_at[hs.index] = hs.version
-            return False, None
+            return False, None, False, []
         t = time.perf_counter()
-        result = filters.exact_fit(d, hs)
+        ok, fitted = filters.exact_fit(d, hs)
         self.fit_seconds += time.perf_counter() - t
         self.exact_fits += 1
-        if not result[0]:
+        return ok, fitted, True, []
+
+    def _passes(self, d: demand_mod.Demand, hs: hoststate.HostState, group: str | None,
+                policy: str | None) -> tuple[bool, Any]:
+        # a host that failed stays failed until it is consumed (its version changes)
+        if d.failed_at.get(hs.index) == hs.version or self._group_reason(group, policy, hs):
+            return False, None
+        ok, fitted = self._verdict(d, hs)[:2]
+        if not ok:
             d.failed_at[hs.index] = hs.version
-        return result
+        return ok, fitted
+
+    def _group_verdict(self, d: demand_mod.Demand, g: Group) -> tuple[bool, Any, bool, list[Any]]:
+        memo = self.verdicts.get(g.id)
+        if memo is None:
+            memo = self.verdicts[g.id] = {}
+        got = memo.get(id(d))
+        if got is None:
+            got = memo[id(d)] = self._verdict(d, self.hosts[g.members[0]])
+        elif got[2]:
+            self.fits_memoised += 1
+        return got
+
+    def _dropped(self, gid: int) -> None:
+        self.verdicts.pop(gid, None)
+
+    def _choose(self, d: demand_mod.Demand, group: str | None,
+                policy: str | None) -> tuple[hoststate.HostState, Any] | None:
+        """The host the host-by-host walk would pick, walking groups: the first passing group's first
+        member, or with a server group, the best (key, index) of the members the group filter allows."""
+        hosts, order = self.hosts, self.host_order
+        members = self.groups.get(group, []) if group and policy in ("affinity", "anti-affinity") else []
+        if policy == "affinity" and members:
+            for index in sorted(set(members), key=order.key):
+                ok, fitted = self._group_verdict(d, order.group_of[index])[:2]
+                if ok:
+                    return hosts[index], fitted
+            return None
+        avoid = set(members)
+        best: tuple[tuple[float, int], Any] | None = None
+        for weight, first, gid in order.order:
+            if best is not None and (weight, first) > best[0]:
+                break
+            g = order.by_id[gid]
+            allowed = first if not avoid else next((i for i in g.members if i not in avoid), None)
+            if allowed is None or (best is not None and (weight, allowed) > best[0]):
+                continue
+            ok, fitted = self._group_verdict(d, g)[:2]
+            if not ok:
+                continue
+            if not avoid:
+                return hosts[first], fitted
+            best = ((weight, allowed), fitted)
+        return None if best is None else (hosts[best[0][1]], best[1])
 
     def place(self, d: demand_mod.Demand, instance: str, group: str | None = None,
               policy: str | None = None) -> Placement | Failure:
         if d.invalid is None:
-            for key in self.order:
-                hs = self.hosts[key[1]]
-                ok, fitted = self._passes(d, hs, group, policy)
-                if ok:
-                    return self._consume(d, hs, fitted, instance, group)
+            if self.memo:
+                found = self._choose(d, group, policy)
+                if found is not None:
+                    return self._consume(d, found[0], found[1], instance, group)
+            else:
+                for key in self.order:
+                    hs = self.hosts[key[1]]
+                    ok, fitted = self._passes(d, hs, group, policy)
+                    if ok:
+                        return self._consume(d, hs, fitted, instance, group)
         return self.explain(d, instance, group, policy)
 
     def explain(self, d: demand_mod.Demand, instance: str, group: str | None = None,
@@ -134,14 +200,25 @@ class Planner:
                  group: str | None) -> Placement:
         self.last_fitted = fitted
         self.placed += 1
-        devices = hs.consume(fitted, d.pci_requests, d.vcpus, d.pcpus, d.memory_mb)
+        after = None
+        if self.memo:  # hosts of one group that take the same fit end in the same NUMA state
+            verdict = self.verdicts.get(self.host_order.group_of[hs.index].id, {}).get(id(d))
+            if verdict is not None and fitted is not None and verdict[1] is fitted:
+                after = verdict[3]
+        devices = hs.consume(fitted, d.pci_requests, d.vcpus, d.pcpus, d.memory_mb,
+                             after[0] if after else None)
+        if after is not None and not after:
+            after.append(hs.topology)
         hs.instances.append(instance)
         if group:
             self.groups.setdefault(group, []).append(hs.index)
-        old = self.keys[hs.index]
-        del self.order[bisect.bisect_left(self.order, old)]
-        new = self.keys[hs.index] = weigher.sort_key(hs, self.strategy)
-        bisect.insort(self.order, new)
+        if self.memo:
+            self.host_order.moved(hs)
+        else:
+            old = self.keys[hs.index]
+            del self.order[bisect.bisect_left(self.order, old)]
+            new = self.keys[hs.index] = weigher.sort_key(hs, self.strategy)
+            bisect.insort(self.order, new)
         return describe(d, hs, fitted, instance, devices)
 
     def place_chain(self, chain: Chain, suffix: str = "", stop_on_failure: bool = False) -> ChainResult:
