@@ -2,7 +2,8 @@
 10,000 / 100,000 by default (goal for the latter: <= 60 s, inventory plus placement; add 50000x500000 with
 --sizes). Each size runs in its own process: wall times, Nova fits computed and memoised, ms per VNF, the
 process's peak RSS and the load average when it started. ``--compare`` alternates the memoised planner with
-the un-memoised one and says whether their placements are identical.
+the un-memoised one and says whether their placements are identical. ``--warm``: a chain plan on the
+reference inventory in-process and through a warm engine server, alternated.
 
 Prints figures only; no timed assertions. Run: .venv/bin/python tests/bench/bench_plan.py [--sizes 1000x10000]
 """
@@ -12,11 +13,14 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import resource
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 from typing import Any
 
 from nfvcat.catalog import inventory
@@ -107,8 +111,12 @@ def main() -> None:
     ap.add_argument("--reference", action="store_true", help="the un-memoised planner only")
     ap.add_argument("--compare", action="store_true", help="both planners, alternated; placements compared")
     ap.add_argument("--strategy", default="spread")
+    ap.add_argument("--warm", action="store_true", help="a chain plan through the warm engine server instead")
     ap.add_argument("--one", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.warm:
+        warm(max(3, args.samples))
+        return
     if args.one:
         h, v = map(int, args.one.split("x"))
         print(json.dumps(one(h, v, args.strategy, not args.reference)))
@@ -127,6 +135,42 @@ def main() -> None:
             ratio = median(runs[False], "total") / median(runs[True], "total")
             print(f"  placements identical: {'yes' if len(same) == 1 else 'NO'}; "
                   f"total ratio reference/memoised {ratio:.1f}")
+
+
+def warm(samples: int) -> None:
+    """``nfvcat plan`` of chain-vrouter on the reference inventory: in-process against a warm engine server's
+    (a private server in a temporary cache directory, stopped at the end), alternated."""
+    root = Path(__file__).resolve().parents[2]
+    chain_args = ["plan", "templates/heat/chain-vrouter/chain-vrouter.yaml", "-e",
+                  "templates/heat/chain-vrouter/examples/sriov.env.yaml"]
+    with tempfile.TemporaryDirectory(prefix="bench-plan-") as cache:
+        env = {**os.environ, "NFVCAT_CACHE_DIR": cache, "NFVCAT_NO_SERVER": "0"}
+
+        def call(*extra: str) -> tuple[float, str]:
+            t = time.perf_counter()
+            out = subprocess.run([sys.executable, "-m", "nfvcat", *chain_args, *extra], cwd=root, env=env,
+                                 check=True, capture_output=True, text=True).stdout
+            return time.perf_counter() - t, out
+
+        try:
+            call()  # starts the server: the warm-up
+            times: dict[str, list[float]] = {"in-process (--no-server)": [], "engine server, warm": []}
+            outs = set()
+            for _ in range(samples):
+                for arm, extra in (("in-process (--no-server)", ("--no-server",)), ("engine server, warm", ())):
+                    with open("/proc/loadavg") as f:
+                        load = f.read().split()[0]
+                    seconds, out = call(*extra)
+                    times[arm].append(seconds)
+                    outs.add(out)
+                    print(f"  {arm}: {seconds:.3f} s (load average {load})")
+        finally:
+            subprocess.run([sys.executable, "-m", "nfvcat", "server", "stop"], cwd=root, env=env, check=False,
+                           capture_output=True)
+    for arm, ts in times.items():
+        print(f"{arm}: median {statistics.median(ts):.3f} s of {len(ts)}")
+    ratio = statistics.median(times["in-process (--no-server)"]) / statistics.median(times["engine server, warm"])
+    print(f"ratio {ratio:.1f}; output identical: {'yes' if len(outs) == 1 else 'NO'}")
 
 
 def median(runs: list[dict[str, Any]], key: str) -> float:
