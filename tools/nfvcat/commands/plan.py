@@ -147,10 +147,12 @@ def execute(args: argparse.Namespace) -> int:
     from nfvcat.catalog import inventory
 
     inv = inventory.load(args.inventory)
+    weighing = None
     if args.nova_conf:
-        from nfvcat.plan import novaconf
+        from nfvcat.plan import novaconf, weigher
 
         filters, aliases = novaconf.read(args.nova_conf)
+        weighing = novaconf.weighing(args.nova_conf, weigher.OPTIONS)
         inv.enabled_filters = filters if filters is not None else inv.enabled_filters
         inv.pci_alias = aliases if aliases is not None else inv.pci_alias
     chain = _chain(args)
@@ -159,7 +161,7 @@ def execute(args: argparse.Namespace) -> int:
     from nfvcat.plan.weigher import DESCRIPTION
 
     started = time.perf_counter()
-    planner = Planner(inv, args.strategy)
+    planner = Planner(inv, args.strategy, weighing=weighing)
     meta: dict[str, Any] = {"inventory": inv.path, "hosts": len(inv.hosts), "source": chain.source,
                             "strategy": args.strategy, "host_choice": DESCRIPTION[args.strategy],
                             "enabled_filters": list(inv.enabled_filters)}

@@ -1,10 +1,10 @@
-"""Hosts grouped by signature and the groups kept in the weigher's order.
+"""Hosts grouped by signature, the groups in the order of their first host.
 
 Hosts with the same signature (``HostState.signature``: static template, free NUMA state, PCI pools,
-placement counters) get the same verdict from every filter and Nova's fit, and the same weight. A group
-holds its hosts' indices in ascending order; the groups are kept sorted by (weigher key, first index), so
-the first group in that order that passes a request's filters holds the host the un-grouped planner picks
-(its first member). A consumed host moves to the group of its new signature.
+placement counters) get the same verdict from every filter and Nova's fit, and the same raw values from
+every weigher, so Nova's normalisation over the hosts that pass needs one host of each group: its first
+(lowest index) member, which also wins its group's ties. A consumed host moves to the group of its new
+signature.
 """
 
 from __future__ import annotations
@@ -13,27 +13,24 @@ import bisect
 from collections.abc import Callable
 from typing import Any
 
-from nfvcat.plan import weigher
 from nfvcat.plan.hoststate import HostState
 
 
 class Group:
-    __slots__ = ("id", "members", "signature", "weight")
+    __slots__ = ("id", "members", "signature")
 
-    def __init__(self, gid: int, signature: tuple[Any, ...], weight: float) -> None:
+    def __init__(self, gid: int, signature: tuple[Any, ...]) -> None:
         self.id = gid
         self.signature = signature
-        self.weight = weight  # the weigher's sort key (smaller first)
         self.members: list[int] = []
 
-    def entry(self) -> tuple[float, int, int]:
-        return (self.weight, self.members[0], self.id)
+    def entry(self) -> tuple[int, int]:
+        return (self.members[0], self.id)
 
 
 class HostOrder:
-    def __init__(self, hosts: list[HostState], strategy: str, dropped: Callable[[int], None]) -> None:
+    def __init__(self, hosts: list[HostState], dropped: Callable[[int], None]) -> None:
         self.hosts = hosts
-        self.strategy = strategy
         self.dropped = dropped  # called with the id of a group that emptied
         self.groups: dict[tuple[Any, ...], Group] = {}
         self.by_id: dict[int, Group] = {}
@@ -49,8 +46,7 @@ class HostOrder:
         sig = hs.signature()
         g = self.groups.get(sig)
         if g is None:
-            g = self.groups[sig] = self.by_id[self.next_id] = Group(
-                self.next_id, sig, weigher.sort_key(hs, self.strategy)[0])
+            g = self.groups[sig] = self.by_id[self.next_id] = Group(self.next_id, sig)
             self.next_id += 1
         return g
 
@@ -73,6 +69,3 @@ class HostOrder:
         bisect.insort(g.members, hs.index)
         bisect.insort(self.order, g.entry())
         self.group_of[hs.index] = g
-
-    def key(self, index: int) -> tuple[float, int]:
-        return (self.group_of[index].weight, index)

@@ -37,6 +37,16 @@ class CellSummary:
     smt: bool  # more than one thread per core ('require' needs it)
 
 
+@dataclass(frozen=True)
+class Outcome:
+    """What taking one fit left on a host: its NUMA topology, its PCI stats (None: no device asked) and the
+    pools its devices came from, in order."""
+
+    topology: Any
+    pci: Any
+    taken: tuple[tuple[tuple[str, str], ...], ...]
+
+
 @dataclass
 class HostState:
     spec: HostSpec
@@ -48,6 +58,7 @@ class HostState:
     vcpu_used: int = 0
     pcpu_used: int = 0
     mem_used: int = 0
+    flavor_vcpus_used: int = 0  # the compute node's vcpus_used: every instance's flavor vCPUs (CPUWeigher)
     free_devices: dict[tuple[tuple[str, str], ...], list[str]] = field(default_factory=dict)
     device_totals: dict[tuple[tuple[str, str], ...], int] = field(default_factory=dict)
     instances: list[str] = field(default_factory=list)
@@ -91,36 +102,43 @@ class HostState:
         return counts
 
     def consume(self, fitted: Any, pci_requests: list[Any], vcpus: int, pcpus: int, mem: int,
-                topology: Any = None) -> list[dict[str, Any]]:
-        """Take what one instance uses; returns the PCI devices it got (address, pool tags). ``topology``:
-        the NUMA topology Nova's usage accounting made from an equal topology and the same fit."""
+                flavor_vcpus: int = 0, same: Outcome | None = None) -> tuple[list[dict[str, Any]], Outcome]:
+        """Take what one instance uses: the PCI devices it got (address, pool tags), and the outcome, which
+        a host of the same signature taking the same fit can take as ``same`` instead of asking Nova's
+        usage accounting and apply_requests again (both never change the objects an outcome holds)."""
         n = nova()
-        if topology is not None:
-            self.topology = topology
+        if same is not None:
+            self.topology = same.topology
         elif fitted is not None:
             self.topology = n.hardware.numa_usage_from_instance_numa(self.topology, fitted)
-        devices: list[dict[str, Any]] = []
-        if pci_requests and self.pci is not None:
+        taken: list[tuple[tuple[str, str], ...]] = []
+        if same is not None:
+            taken = list(same.taken)
+            if same.pci is not None:
+                self.pci, self.pci_shared = same.pci, True
+        elif pci_requests and self.pci is not None:
             if self.pci_shared:  # copy on write: apply_requests changes the pools' counts
                 self.pci = copy.copy(self.pci)
                 self.pci.pools = copy.deepcopy(self.pci.pools)
-                self.pci_shared = False
             before = {pool_key(p): p["count"] for p in self.pci.pools}
             self.pci.apply_requests(pci_requests, None, fitted.cells if fitted is not None else None)
+            self.pci_shared = True  # from now on the outcome's, shared with hosts taking the same fit
             after = {pool_key(p): p["count"] for p in self.pci.pools}
-            for key, count in before.items():
-                for _ in range(count - after.get(key, 0)):
-                    tags = dict(key)
-                    free = self.free_devices.get(key) or []
-                    devices.append({**tags, "device": free.pop(0) if free else None})
+            taken = [key for key, count in before.items() for _ in range(count - after.get(key, 0))]
+        devices = []
+        for key in taken:
+            free = self.free_devices.get(key) or []
+            devices.append({**dict(key), "device": free.pop(0) if free else None})
+        outcome = Outcome(self.topology, self.pci if pci_requests else None, tuple(taken))
         self.vcpu_used += vcpus
         self.pcpu_used += pcpus
         self.mem_used += mem
+        self.flavor_vcpus_used += flavor_vcpus
         self._cells = None
         self._pci_counts = {}
         self._signature = None
         self.version += 1
-        return devices
+        return devices, outcome
 
     def signature(self) -> tuple[Any, ...]:
         """Everything the filters, Nova's fit and the weigher read from this host: two hosts with the same
@@ -130,14 +148,16 @@ class HostState:
         and page totals, vSwitch NUMA nodes; allocation ratios; the role, traits, capabilities, aggregate
         metadata and physnets the static filters read) is fixed at build; Nova's usage accounting copies
         those cell fields unchanged (STATIC_CELL_FIELDS), so the free state is the DYNAMIC_CELL_FIELDS
-        of each cell, the PCI pools with their counts, and the placement counters."""
+        of each cell, the PCI pools with their counts, the placement counters, and what Nova's weighers
+        read besides (the flavors' vCPUs, the number of instances)."""
         sig = self._signature
         if sig is None:
             cells = tuple((c.cpu_usage, c.memory_usage, frozenset(c.pinned_cpus),
                            tuple((p.size_kb, p.total, p.used, p.reserved) for p in c.mempages or ()))
                           for c in self.topology.cells)
             pools = tuple((pool_key(p), p["count"]) for p in self.pci.pools) if self.pci else None
-            sig = self._signature = (self.template, cells, pools, self.vcpu_used, self.pcpu_used, self.mem_used)
+            sig = self._signature = (self.template, cells, pools, self.vcpu_used, self.pcpu_used, self.mem_used,
+                                     self.flavor_vcpus_used, len(self.instances))
         return sig
 
 
@@ -301,4 +321,5 @@ def build(spec: HostSpec, enabled_filters: list[str] | None = None, share: bool 
         vcpu_used=spec.used_vcpus + sum(c.cpu_usage for c in spec.cells),
         pcpu_used=sum(len(c.pinned) for c in spec.cells),
         mem_used=spec.used_memory_mb + sum(c.memory_usage for c in spec.cells),
+        flavor_vcpus_used=spec.used_vcpus + sum(c.cpu_usage + len(c.pinned) for c in spec.cells),
         enabled_filters=enabled, template=template, pci_shared=share and pci is not None)

@@ -1,18 +1,16 @@
-"""Placing VNFs one instance at a time, as Nova's scheduler would: filter, weigh, consume.
-
-Hosts are kept sorted by weight; for each instance the first host (in weight order) that passes every
-filter wins, which is the host Nova's weighers would pick among the hosts passing its filters. Cheap
-checks run first and Nova's exact fit only on hosts the per-cell summaries cannot rule out.
+"""Placing VNFs one instance at a time, as Nova's scheduler would: filter, weigh (weigher.Weighers: Nova's
+weighers, normalised over the hosts that pass), consume. Cheap checks run first and Nova's exact fit only
+on hosts the per-cell summaries cannot rule out.
 
 Hosts with the same signature (hoststate.HostState.signature) form one group (hostorder): a verdict, with
-Nova's fitted topology, is computed once per group and request and memoised until the group empties, and
-the groups, not the hosts, are walked in weight order. ``memo=False`` keeps the host-by-host planner
-(each host its own Nova objects, every verdict computed), which the tests compare placements against.
+Nova's fitted topology and the NUMA state after taking it, and the weighers' inputs are computed once per
+group (and request) and memoised until the group empties; one host stands for its group in the weighing.
+``memo=False`` keeps the host-by-host planner (each host its own Nova objects, every verdict computed),
+which the tests compare placements against.
 """
 
 from __future__ import annotations
 
-import bisect
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -53,7 +51,9 @@ class ChainResult:
 
 
 class Planner:
-    def __init__(self, inventory: Inventory, strategy: str = "spread", memo: bool = True):
+    def __init__(self, inventory: Inventory, strategy: str = "spread", memo: bool = True,
+                 weighing: dict[str, str] | None = None):
+        """``weighing``: the cloud's [filter_scheduler] weigher options (weigher.OPTIONS, from nova.conf)."""
         if not inventory.pci_alias:  # the site's aliases (the catalog flavors name qat-vf)
             from nfvcat import catalog
             from nfvcat.catalog import site
@@ -71,14 +71,12 @@ class Planner:
             raise UserError(f"{inventory.path}: {exc}") from None
         self.inventory = inventory
         self.strategy = strategy
+        self.weighers = weigher.Weighers(strategy, weighing)
         self.memo = memo
         self.verdicts: dict[int, dict[int, tuple[bool, Any, bool, list[Any]]]] = {}  # group id -> id(demand) -> verdict
         self.fits_memoised = 0  # exact fits answered from a group's memoised verdict
-        if memo:
-            self.host_order = HostOrder(self.hosts, strategy, self._dropped)
-        else:
-            self.keys = [weigher.sort_key(h, strategy) for h in self.hosts]
-            self.order = sorted(self.keys)
+        self.inputs: dict[int, tuple[tuple[float, ...], tuple[float, ...]]] = {}  # group id -> weigher inputs
+        self.host_order = HostOrder(self.hosts, self._dropped) if memo else None
         self.groups: dict[str, list[int]] = {}
         self.demands: dict[int, demand_mod.Demand] = {}
         self.exact_fits = 0
@@ -140,50 +138,59 @@ class Planner:
 
     def _dropped(self, gid: int) -> None:
         self.verdicts.pop(gid, None)
+        self.inputs.pop(gid, None)
 
     def _choose(self, d: demand_mod.Demand, group: str | None,
                 policy: str | None) -> tuple[hoststate.HostState, Any] | None:
-        """The host the host-by-host walk would pick, walking groups: the first passing group's first
-        member, or with a server group, the best (key, index) of the members the group filter allows."""
-        hosts, order = self.hosts, self.host_order
+        """Nova's choice among the hosts that pass, by group: a group's verdict is its hosts' verdict, its
+        weigher inputs theirs, and its first host the group filter allows stands for it (ties go to it)."""
+        assert self.host_order is not None
+        order, weighers = self.host_order, self.weighers
         members = self.groups.get(group, []) if group and policy in ("affinity", "anti-affinity") else []
         if policy == "affinity" and members:
-            for index in sorted(set(members), key=order.key):
-                ok, fitted = self._group_verdict(d, order.group_of[index])[:2]
-                if ok:
-                    return hosts[index], fitted
-            return None
-        avoid = set(members)
-        best: tuple[tuple[float, int], Any] | None = None
-        for weight, first, gid in order.order:
-            if best is not None and (weight, first) > best[0]:
-                break
+            firsts: dict[int, int] = {}  # only the members pass
+            for index in sorted(set(members)):
+                firsts.setdefault(order.group_of[index].id, index)
+            entries = sorted((index, gid) for gid, index in firsts.items())
+        else:
+            avoid = set(members)
+            entries = order.order if not avoid else sorted(
+                (i, gid) for _, gid in order.order
+                for i in [next((m for m in order.by_id[gid].members if m not in avoid), -1)] if i >= 0)
+        candidates, fits = [], {}
+        for index, gid in entries:
             g = order.by_id[gid]
-            allowed = first if not avoid else next((i for i in g.members if i not in avoid), None)
-            if allowed is None or (best is not None and (weight, allowed) > best[0]):
-                continue
             ok, fitted = self._group_verdict(d, g)[:2]
-            if not ok:
-                continue
-            if not avoid:
-                return hosts[first], fitted
-            best = ((weight, allowed), fitted)
-        return None if best is None else (hosts[best[0][1]], best[1])
+            if ok:
+                inputs = self.inputs.get(gid)
+                if inputs is None:
+                    inputs = self.inputs[gid] = weighers.inputs(self.hosts[index])
+                candidates.append((index, *inputs))
+                fits[index] = fitted
+        if not candidates:
+            return None
+        index = weighers.best(candidates)
+        return self.hosts[index], fits[index]
 
     def place(self, d: demand_mod.Demand, instance: str, group: str | None = None,
               policy: str | None = None) -> Placement | Failure:
         if d.invalid is None:
-            if self.memo:
-                found = self._choose(d, group, policy)
-                if found is not None:
-                    return self._consume(d, found[0], found[1], instance, group)
-            else:
-                for key in self.order:
-                    hs = self.hosts[key[1]]
-                    ok, fitted = self._passes(d, hs, group, policy)
-                    if ok:
-                        return self._consume(d, hs, fitted, instance, group)
+            found = self._choose(d, group, policy) if self.memo else self._choose_host_by_host(d, group, policy)
+            if found is not None:
+                return self._consume(d, found[0], found[1], instance, group)
         return self.explain(d, instance, group, policy)
+
+    def _choose_host_by_host(self, d: demand_mod.Demand, group: str | None,
+                             policy: str | None) -> tuple[hoststate.HostState, Any] | None:
+        passing: dict[int, Any] = {}
+        for hs in self.hosts:
+            ok, fitted = self._passes(d, hs, group, policy)
+            if ok:
+                passing[hs.index] = fitted
+        if not passing:
+            return None
+        index = self.weighers.best([(i, *self.weighers.inputs(self.hosts[i])) for i in passing])
+        return self.hosts[index], passing[index]
 
     def explain(self, d: demand_mod.Demand, instance: str, group: str | None = None,
                 policy: str | None = None) -> Failure:
@@ -200,25 +207,21 @@ class Planner:
                  group: str | None) -> Placement:
         self.last_fitted = fitted
         self.placed += 1
-        after = None
-        if self.memo:  # hosts of one group that take the same fit end in the same NUMA state
-            verdict = self.verdicts.get(self.host_order.group_of[hs.index].id, {}).get(id(d))
-            if verdict is not None and fitted is not None and verdict[1] is fitted:
-                after = verdict[3]
-        devices = hs.consume(fitted, d.pci_requests, d.vcpus, d.pcpus, d.memory_mb,
-                             after[0] if after else None)
-        if after is not None and not after:
-            after.append(hs.topology)
+        same, memo = None, None
+        if self.host_order is not None:  # hosts of one group that take the same fit end in the same state
+            memo = self.verdicts.get(self.host_order.group_of[hs.index].id, {}).get(id(d))
+            if memo is None or fitted is None or memo[1] is not fitted:
+                memo = None
+            elif memo[3]:
+                same = memo[3][0]
         hs.instances.append(instance)
+        devices, outcome = hs.consume(fitted, d.pci_requests, d.vcpus, d.pcpus, d.memory_mb, d.flavor.vcpus, same)
+        if memo is not None and not memo[3]:
+            memo[3].append(outcome)
         if group:
             self.groups.setdefault(group, []).append(hs.index)
-        if self.memo:
+        if self.host_order is not None:
             self.host_order.moved(hs)
-        else:
-            old = self.keys[hs.index]
-            del self.order[bisect.bisect_left(self.order, old)]
-            new = self.keys[hs.index] = weigher.sort_key(hs, self.strategy)
-            bisect.insort(self.order, new)
         return describe(d, hs, fitted, instance, devices)
 
     def place_chain(self, chain: Chain, suffix: str = "", stop_on_failure: bool = False) -> ChainResult:
