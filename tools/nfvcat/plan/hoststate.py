@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import json
+import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -152,13 +153,27 @@ class HostState:
         read besides (the flavors' vCPUs, the number of instances)."""
         sig = self._signature
         if sig is None:
-            cells = tuple((c.cpu_usage, c.memory_usage, frozenset(c.pinned_cpus),
-                           tuple((p.size_kb, p.total, p.used, p.reserved) for p in c.mempages or ()))
-                          for c in self.topology.cells)
+            cells = _free_state(self.topology)
             pools = tuple((pool_key(p), p["count"]) for p in self.pci.pools) if self.pci else None
             sig = self._signature = (self.template, cells, pools, self.vcpu_used, self.pcpu_used, self.mem_used,
                                      self.flavor_vcpus_used, len(self.instances))
         return sig
+
+
+_FREE_STATES: dict[int, tuple[weakref.ref[Any], tuple[Any, ...]]] = {}  # id(topology) -> (the object, its state)
+
+
+def _free_state(topology: Any) -> tuple[Any, ...]:
+    """The DYNAMIC_CELL_FIELDS of each cell, once per topology object (hosts of a group share one)."""
+    key = id(topology)
+    known = _FREE_STATES.get(key)
+    if known is not None and known[0]() is topology:
+        return known[1]
+    state = tuple((c.cpu_usage, c.memory_usage, frozenset(c.pinned_cpus),
+                   tuple((p.size_kb, p.total, p.used, p.reserved) for p in c.mempages or ()))
+                  for c in topology.cells)
+    _FREE_STATES[key] = (weakref.ref(topology, lambda _ref: _FREE_STATES.pop(key, None)), state)
+    return state
 
 
 # NUMACell fields: those numa_usage_from_instance_numa copies unchanged, and those usage changes

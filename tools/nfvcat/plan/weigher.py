@@ -79,6 +79,7 @@ class Weighers:
                 raise UserError(f"the plan cannot feed Nova's {name} (what it weighs is not in an inventory): "
                                 f"set its multiplier to 0 to plan")
         self.handler = handler
+        self.zero: dict[tuple[int, float], bool] = {}  # (weigher, value): equal values normalise to 0
 
     def view(self, hs: HostState) -> Any:
         """What Nova's weighers read from a scheduler HostState, from the plan's host."""
@@ -100,14 +101,28 @@ class Weighers:
 
     def best(self, candidates: list[tuple[int, tuple[float, ...], tuple[float, ...]]]) -> int:
         """Of (position, raw values, multipliers) in Nova's host order, the position Nova's weighing puts
-        first: BaseWeightHandler.get_weighed_objects's sums, then its stable descending sort."""
+        first: BaseWeightHandler.get_weighed_objects's sums, then its stable descending sort. A weigher
+        whose every score is 0 (multipliers 0, or equal raw values normalised to 0) adds only zeros to the
+        sums, which leaves them as they are: it is skipped."""
         if len(candidates) == 1:
             return candidates[0][0]
         normalize = nova().weights.normalize
         weights = [0.0] * len(candidates)
+        raws = list(zip(*(c[1] for c in candidates), strict=True))
+        mults = list(zip(*(c[2] for c in candidates), strict=True))
         for i, w in enumerate(self.weighers):
-            normed = list(normalize([c[1][i] for c in candidates], minval=w.minval, maxval=w.maxval))
-            for j, c in enumerate(candidates):
-                weights[j] += c[2][i] * normed[j]
+            values, m = raws[i], mults[i]
+            if not any(m):
+                continue
+            low = values[0]
+            if low == max(values) == min(values):
+                zero = self.zero.get((i, low))
+                if zero is None:
+                    zero = self.zero[i, low] = not any(normalize([low, low], minval=w.minval, maxval=w.maxval))
+                if zero:
+                    continue
+            normed = list(normalize(list(values), minval=w.minval, maxval=w.maxval))
+            for j in range(len(weights)):
+                weights[j] += m[j] * normed[j]
         top = max(weights)
         return next(c[0] for c, wt in zip(candidates, weights, strict=True) if wt == top)
