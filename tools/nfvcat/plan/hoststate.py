@@ -191,9 +191,9 @@ def check_signature_fields() -> None:
 
 def template_key(spec: HostSpec, enabled_filters: list[str]) -> tuple[Any, ...]:
     """The static part of a host's signature, from its spec (see HostState.signature)."""
-    cells = tuple((c.id, c.socket, tuple(sorted(c.dedicated)), tuple(sorted(c.shared)),
-                   tuple(tuple(sorted(s)) for s in c.siblings), c.memory_mb,
-                   tuple((p.size_kb, p.total, p.reserved, p.used) for p in c.hugepages), tuple(sorted(c.pinned)),
+    cells = tuple((c.id, c.socket, frozenset(c.dedicated), frozenset(c.shared),
+                   tuple(map(frozenset, c.siblings)), c.memory_mb,
+                   tuple((p.size_kb, p.total, p.reserved, p.used) for p in c.hugepages), frozenset(c.pinned),
                    c.cpu_usage, c.memory_usage, c.small_pages_used_mb) for c in spec.cells)
     return (cells, tuple(sorted((k, tuple(v)) for k, v in spec.physnet_numa_nodes.items())),
             tuple(spec.tunneled_numa_nodes), spec.role, spec.cpu_allocation_ratio, spec.ram_allocation_ratio,
@@ -260,17 +260,22 @@ _POOLS_CACHE: dict[str, tuple[list[dict[str, Any]], dict[tuple[tuple[str, str], 
 _TEMPLATES: dict[tuple[Any, ...], int] = {}  # template key -> its number
 _TOPOLOGIES: dict[int, Any] = {}  # template number -> NUMATopology, never changed (usage makes a new one)
 _SCHEDULER_STATS: dict[str, Any] = {}  # pools key -> scheduler-side PciDeviceStats shared until a host writes
+_DEVICE_SPECS: dict[str, tuple[list[str], str]] = {}  # devices -> ([pci] device_spec entries, pools key)
 
 
 def _pci_stats(spec: HostSpec, topology: Any,
                share: bool = False) -> tuple[Any, dict[tuple[tuple[str, str], ...], list[str]]]:
     n = nova()
     o = n.objects
-    if spec.device_spec is not None:
-        dev_spec = [json.dumps(s, sort_keys=True) for s in spec.device_spec]
-    else:
-        dev_spec = [json.dumps(s, sort_keys=True) for s in map(_derived_device_spec, spec.devices) if s]
-    key = json.dumps([dev_spec, repr(spec.devices)])
+    given = json.dumps(spec.device_spec, sort_keys=True) + repr(spec.devices)
+    known = _DEVICE_SPECS.get(given)  # the derived device spec is the devices' (hosts with count: N)
+    if known is None:
+        if spec.device_spec is not None:
+            dev_spec = [json.dumps(s, sort_keys=True) for s in spec.device_spec]
+        else:
+            dev_spec = [json.dumps(s, sort_keys=True) for s in map(_derived_device_spec, spec.devices) if s]
+        known = _DEVICE_SPECS[given] = (dev_spec, json.dumps([dev_spec, repr(spec.devices)]))
+    dev_spec, key = known
     if key not in _POOLS_CACHE:  # hosts with the same devices (count: N) get the same pools
         _POOLS_CACHE[key] = _pools(spec, topology, dev_spec)
     pools, free = _POOLS_CACHE[key]
