@@ -8,11 +8,14 @@ The weighers are Nova's own classes, asked for one host's raw value through ``we
 read comes from the plan's host state, as the scheduler's HostState has it after the compute node's
 report: free_ram_mb (total memory - reserved_host_memory_mb - memory of the instances), vcpus_total x
 cpu_allocation_ratio - vcpus_used (the flavors' vCPUs, pinned ones too; vcpus_total is the compute node's
-count, cpu_shared_set as libvirt reports it), the PCI pools, num_instances. What an inventory does not
-describe is the same on every host, which Nova's normalisation makes weigh alike: free disk (no disk sizes
-in an inventory), I/O operations and build failures (servers are placed one at a time), hypervisor version,
-cell. Soft (anti-)affinity groups weigh 0 (the planner does not model them). A weigher the plan cannot
-feed (ImagePropertiesWeigher, MetricsWeigher with a setting) is refused when its multiplier is not 0.
+count, cpu_shared_set as libvirt reports it), the PCI pools, num_instances, and num_io_ops: the instances
+the plan put on the host, as builds (the resource tracker counts a build in io_workload when it claims and
+refreshes that count only at its periodic update, so servers booted one after another within it all still
+count; the dev cloud's scheduler weighs them so). What an inventory does not describe is the same on every
+host, which Nova's normalisation makes weigh alike: free disk (no disk sizes in an inventory), build
+failures, hypervisor version, cell. Soft (anti-)affinity groups weigh 0 (the planner does not model them).
+A weigher the plan cannot feed (ImagePropertiesWeigher, MetricsWeigher with a setting) is refused when its
+multiplier is not 0.
 """
 
 from __future__ import annotations
@@ -88,7 +91,8 @@ class Weighers:
         return SimpleNamespace(
             host=hs.name, nodename=hs.name, free_ram_mb=memory - spec.reserved_host_memory_mb - hs.mem_used,
             vcpus_total=sum(len(c.shared) for c in spec.cells), cpu_allocation_ratio=spec.cpu_allocation_ratio,
-            vcpus_used=hs.flavor_vcpus_used, free_disk_mb=0, num_io_ops=0, failed_builds=0, hypervisor_version=0,
+            vcpus_used=hs.flavor_vcpus_used, free_disk_mb=0, num_io_ops=len(hs.instances), failed_builds=0,
+            hypervisor_version=0,
             num_instances=len(hs.instances), instances={}, pci_stats=hs.pci, cell_uuid=None, metrics=[],
             aggregates=[SimpleNamespace(metadata=spec.aggregate_metadata)] if spec.aggregate_metadata else [])
 
