@@ -42,6 +42,11 @@ def test_plan_output_is_the_same_with_and_without_the_server(server: Server, tmp
             else:
                 assert served.stdout == alone.stdout
     assert alone.returncode == 1 and "expected one argument" in alone.stderr  # the usage error, printed by argparse
+    for fmt in ("table", "value"):  # cliff's formats stay in the caller's process (its terminal, its settings)
+        alone = server.run("plan", "--no-server", "--format", fmt, *CHAIN)
+        served = server.run("plan", "--format", fmt, *CHAIN)
+        assert (served.returncode, served.stdout, served.stderr) == (alone.returncode, alone.stdout, alone.stderr)
+        assert alone.returncode == 0 and "sriov-rt-compute" in alone.stdout, alone.stderr
 
 
 def test_a_warm_plan_imports_neither_nova_nor_the_planner(server: Server) -> None:  # noqa: F811

@@ -30,7 +30,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def parse_command_line(argv: list[str]) -> dict[str, Any]:
     """``nfvcat plan ARGV...``'s call as plain data (what the engine server runs for the command line);
     SystemExit where the command would print usage, help or a usage error instead."""
-    return _call(_own_parser().parse_args(argv))
+    call = _call(_own_parser().parse_args(argv))
+    if options.tabular(argparse.Namespace(**call)):  # cliff formats for the caller's terminal and CLIFF_* settings
+        call["no_server"] = True
+    return call
 
 
 @functools.cache
@@ -124,8 +127,9 @@ def _env_parameters(path: str) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Through the engine server (started when none runs: Nova stays imported there), else in-process."""
-    if not (args.no_server or client.disabled()):
+    """Through the engine server (started when none runs: Nova stays imported there), else in-process (also
+    the table, value, csv and yaml formats: cliff formats them for this process's terminal and settings)."""
+    if not (args.no_server or client.disabled() or options.tabular(args)):
         answer = client.run(_call(args), "plan")
         if answer is not None:
             code, out, err = answer
