@@ -100,10 +100,13 @@ def random_vnfs(seed: int, n: int) -> list[Vnf]:
 
 
 def brute_force(inv: inventory.Inventory, chain: Chain, strategy: str) -> tuple[list[Any], list[Any]]:
-    """No prefilter, no ordering: Nova's fit on every host passing the scheduler filters, best weight wins."""
+    """No prefilter, no grouping: Nova's fit on every host passing the scheduler filters, then Nova's own
+    weight handler over those hosts (its weighers, normalised), its first host wins."""
     n = novaenv.nova()
     novaenv.configure(inv.pci_alias)
     hosts = [hoststate.build(h) for h in inv.hosts]
+    weighers = weigher.Weighers(strategy)
+    handler = n.scheduler_weights.HostWeightHandler()
     group_hosts: list[int] = []
     results: list[Any] = []
     for vnf in chain.vnfs:
@@ -127,13 +130,17 @@ def brute_force(inv: inventory.Inventory, chain: Chain, strategy: str) -> tuple[
                 fitted = None
                 if d.pci_requests and (hs.pci is None or not hs.pci.support_requests(d.pci_requests, None)):
                     continue
-            candidates.append((weigher.weight(hs, strategy), -hs.index, hs, fitted))
+            candidates.append((hs, fitted))
         if not candidates:
             results.append(None)
             continue
-        _, _, best, fitted = max(candidates, key=lambda c: (c[0], c[1]))
+        # Nova's own handler: its weighers normalised over these hosts, its stable descending sort
+        views = [weighers.view(hs) for hs, _ in candidates]
+        weighed = handler.get_weighed_objects(weighers.weighers, views, weigher.REQUEST)
+        best, fitted = candidates[next(i for i, v in enumerate(views) if v is weighed[0].obj)]
         before = copy.deepcopy(best.topology)
-        best.consume(fitted, d.pci_requests, d.vcpus, d.pcpus, d.memory_mb)
+        best.instances.append(vnf.name)
+        best.consume(fitted, d.pci_requests, d.vcpus, d.pcpus, d.memory_mb, d.flavor.vcpus)
         if fitted is not None:  # consume is Nova's numa_usage_from_instance_numa, nothing else
             assert _topo(best.topology) == _topo(n.hardware.numa_usage_from_instance_numa(before, fitted))
         if vnf.server_group:

@@ -62,10 +62,10 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        if argv[:1] == ["validate"]:  # a warm engine server parses, validates and prints it (editor speed)
+        if argv[:1] in (["validate"], ["plan"]):  # a warm engine server parses, runs and prints it (editor speed)
             from nfvcat.validation import client
 
-            served = client.run_command_line(argv[1:])
+            served = client.run_command_line(argv[1:], argv[0])
             if served is not None:
                 code, out, err = served
                 sys.stdout.write(out)

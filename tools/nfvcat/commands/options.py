@@ -100,6 +100,11 @@ class Cell(FormattableColumn[Any]):
         return ", ".join(str(x) for x in value)
 
 
+def add_no_server(p: argparse.ArgumentParser, help: str) -> None:
+    """``--no-server``: run in this process, not in the engine server (validate, plan)."""
+    p.add_argument("--no-server", action="store_true", help=help)
+
+
 def add_sign(p: argparse.ArgumentParser) -> None:
     """``--sign-key`` and ``--sign-cert``: sign VNF packages' manifests (CMS, SOL004)."""
     p.add_argument("--sign-key", metavar="KEY", help="PEM private key: sign the manifest with CMS (SOL004)")

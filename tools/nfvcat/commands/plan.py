@@ -4,6 +4,10 @@ fitting), why a VNF does not fit, and ``--capacity``: how many copies fit and wh
 from __future__ import annotations
 
 import argparse
+import contextlib
+import functools
+import io
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -13,11 +17,37 @@ from nfvcat.catalog import entries
 from nfvcat.commands import options
 from nfvcat.core import yamlpos
 from nfvcat.core.errors import EXIT_FINDINGS, EXIT_OK, UserError
+from nfvcat.validation import client
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("plan", help="plan VNF placement on a host inventory with Nova's fitting",
                               description=__doc__)
+    _arguments(p)
+    p.set_defaults(func=run)
+
+
+def parse_command_line(argv: list[str]) -> dict[str, Any]:
+    """``nfvcat plan ARGV...``'s call as plain data (what the engine server runs for the command line);
+    SystemExit where the command would print usage, help or a usage error instead."""
+    call = _call(_own_parser().parse_args(argv))
+    if options.tabular(argparse.Namespace(**call)):  # cliff formats for the caller's terminal and CLIFF_* settings
+        call["no_server"] = True
+    return call
+
+
+@functools.cache
+def _own_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="nfvcat plan")
+    _arguments(p)
+    return p
+
+
+def _call(args: argparse.Namespace) -> dict[str, Any]:
+    return {k: v for k, v in vars(args).items() if k not in ("func", "command")}
+
+
+def _arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("request", nargs="?", help="placement request YAML, HOT template, or a catalog entry's name or "
                                               "directory (chain-vrouter)")
     p.add_argument("--flavor", help="place this catalog flavor (name or flavor.yaml path) instead of a request")
@@ -36,7 +66,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--capacity", action="store_true", help="how many copies fit, and what runs out first")
     p.add_argument("--max-copies", type=int, default=100000, help="stop --capacity at this many copies")
     options.add_format(p, columns=True)
-    p.set_defaults(func=run)
+    options.add_no_server(p, "plan in this process, not in the engine server (also NFVCAT_NO_SERVER=1)")
 
 
 def _chain(args: argparse.Namespace) -> Any:
@@ -97,13 +127,36 @@ def _env_parameters(path: str) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Through the engine server (started when none runs: Nova stays imported there), else in-process (also
+    the table, value, csv and yaml formats: cliff formats them for this process's terminal and settings)."""
+    if not (args.no_server or client.disabled() or options.tabular(args)):
+        answer = client.run(_call(args), "plan")
+        if answer is not None:
+            code, out, err = answer
+            sys.stdout.write(out)
+            sys.stderr.write(err)
+            return code
+    return execute(args)
+
+
+def serve(call: dict[str, Any]) -> tuple[int, str, str]:
+    """The engine server's run of a call: (exit code, stdout, stderr) as ``execute`` prints them."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = execute(argparse.Namespace(**call))
+    return code, out.getvalue(), err.getvalue()
+
+
+def execute(args: argparse.Namespace) -> int:
     from nfvcat.catalog import inventory
 
     inv = inventory.load(args.inventory)
+    weighing = None
     if args.nova_conf:
-        from nfvcat.plan import novaconf
+        from nfvcat.plan import novaconf, weigher
 
         filters, aliases = novaconf.read(args.nova_conf)
+        weighing = novaconf.weighing(args.nova_conf, weigher.OPTIONS)
         inv.enabled_filters = filters if filters is not None else inv.enabled_filters
         inv.pci_alias = aliases if aliases is not None else inv.pci_alias
     chain = _chain(args)
@@ -112,7 +165,7 @@ def run(args: argparse.Namespace) -> int:
     from nfvcat.plan.weigher import DESCRIPTION
 
     started = time.perf_counter()
-    planner = Planner(inv, args.strategy)
+    planner = Planner(inv, args.strategy, weighing=weighing)
     meta: dict[str, Any] = {"inventory": inv.path, "hosts": len(inv.hosts), "source": chain.source,
                             "strategy": args.strategy, "host_choice": DESCRIPTION[args.strategy],
                             "enabled_filters": list(inv.enabled_filters)}

@@ -32,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
     if args.action == "run":
         import os
 
-        from nfvcat.commands import validate
+        from nfvcat.commands import plan, validate
 
         running = client.status()
         if running is not None:
@@ -41,7 +41,8 @@ def run(args: argparse.Namespace) -> int:
         site = os.path.abspath(args.site) if args.site else None
         os.chdir("/")
         idle = args.idle if args.idle is not None else server.idle_timeout()
-        return server.Server(site, idle, validate.parse_command_line).serve()
+        return server.Server(site, idle, validate.parse_command_line,
+                             {"plan": (plan.parse_command_line, plan.serve)}).serve()
     if args.action == "stop":
         pid = client.stop()
         _print(args, {"stopped": pid}, f"stopped the engine server (pid {pid})" if pid else "no engine server runs")

@@ -45,9 +45,8 @@ def _arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--strict", action="store_true", help="warnings fail too")
     p.add_argument("--site", metavar="FILE", help="site profile: which physnet is SR-IOV, which OVS-DPDK")
     p.add_argument("--no-cache", action="store_true", help="run every engine, ignore cached results")
-    p.add_argument("--no-server", action="store_true",
-                   help="run the engines in this process's own workers, not in the engine server that the "
-                        "first validate starts (also NFVCAT_NO_SERVER=1)")
+    options.add_no_server(p, "run the engines in this process's own workers, not in the engine server that the "
+                             "first validate starts (also NFVCAT_NO_SERVER=1)")
     p.add_argument("--timings", action="store_true", help="print where the time went (stderr)")
     p.add_argument("--skip-unknown", action="store_true",
                    help="the paths are a list (a pre-commit hook's): skip files that are none of nfvcat's kinds")

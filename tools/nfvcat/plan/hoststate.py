@@ -4,7 +4,9 @@ placement counters, and cheap per-cell summaries for prefiltering. Consumption g
 
 from __future__ import annotations
 
+import copy
 import json
+import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,6 +38,16 @@ class CellSummary:
     smt: bool  # more than one thread per core ('require' needs it)
 
 
+@dataclass(frozen=True)
+class Outcome:
+    """What taking one fit left on a host: its NUMA topology, its PCI stats (None: no device asked) and the
+    pools its devices came from, in order."""
+
+    topology: Any
+    pci: Any
+    taken: tuple[tuple[tuple[str, str], ...], ...]
+
+
 @dataclass
 class HostState:
     spec: HostSpec
@@ -47,11 +59,15 @@ class HostState:
     vcpu_used: int = 0
     pcpu_used: int = 0
     mem_used: int = 0
+    flavor_vcpus_used: int = 0  # the compute node's vcpus_used: every instance's flavor vCPUs (CPUWeigher)
     free_devices: dict[tuple[tuple[str, str], ...], list[str]] = field(default_factory=dict)
     device_totals: dict[tuple[tuple[str, str], ...], int] = field(default_factory=dict)
     instances: list[str] = field(default_factory=list)
     enabled_filters: list[str] = field(default_factory=lambda: list(DEFAULT_FILTERS))
     version: int = 0  # bumped by every consume: a verdict for this host stays valid while it is unchanged
+    template: int = 0  # hosts with the same static state (template_key) have the same number
+    pci_shared: bool = False  # pci is shared with hosts of the same pools until this host takes a device
+    _signature: tuple[Any, ...] | None = None
     _cells: list[CellSummary] | None = None
     _pci_counts: dict[str, dict[int | None, int]] = field(default_factory=dict)
 
@@ -86,28 +102,105 @@ class HostState:
             self._pci_counts[key] = counts
         return counts
 
-    def consume(self, fitted: Any, pci_requests: list[Any], vcpus: int, pcpus: int, mem: int) -> list[dict[str, Any]]:
-        """Take what one instance uses; returns the PCI devices it got (address, pool tags)."""
+    def consume(self, fitted: Any, pci_requests: list[Any], vcpus: int, pcpus: int, mem: int,
+                flavor_vcpus: int = 0, same: Outcome | None = None) -> tuple[list[dict[str, Any]], Outcome]:
+        """Take what one instance uses: the PCI devices it got (address, pool tags), and the outcome, which
+        a host of the same signature taking the same fit can take as ``same`` instead of asking Nova's
+        usage accounting and apply_requests again (both never change the objects an outcome holds)."""
         n = nova()
-        if fitted is not None:
+        if same is not None:
+            self.topology = same.topology
+        elif fitted is not None:
             self.topology = n.hardware.numa_usage_from_instance_numa(self.topology, fitted)
-        devices: list[dict[str, Any]] = []
-        if pci_requests and self.pci is not None:
+        taken: list[tuple[tuple[str, str], ...]] = []
+        if same is not None:
+            taken = list(same.taken)
+            if same.pci is not None:
+                self.pci, self.pci_shared = same.pci, True
+        elif pci_requests and self.pci is not None:
+            if self.pci_shared:  # copy on write: apply_requests changes the pools' counts
+                self.pci = copy.copy(self.pci)
+                self.pci.pools = copy.deepcopy(self.pci.pools)
             before = {pool_key(p): p["count"] for p in self.pci.pools}
             self.pci.apply_requests(pci_requests, None, fitted.cells if fitted is not None else None)
+            self.pci_shared = True  # from now on the outcome's, shared with hosts taking the same fit
             after = {pool_key(p): p["count"] for p in self.pci.pools}
-            for key, count in before.items():
-                for _ in range(count - after.get(key, 0)):
-                    tags = dict(key)
-                    free = self.free_devices.get(key) or []
-                    devices.append({**tags, "device": free.pop(0) if free else None})
+            taken = [key for key, count in before.items() for _ in range(count - after.get(key, 0))]
+        devices = []
+        for key in taken:
+            free = self.free_devices.get(key) or []
+            devices.append({**dict(key), "device": free.pop(0) if free else None})
+        outcome = Outcome(self.topology, self.pci if pci_requests else None, tuple(taken))
         self.vcpu_used += vcpus
         self.pcpu_used += pcpus
         self.mem_used += mem
+        self.flavor_vcpus_used += flavor_vcpus
         self._cells = None
         self._pci_counts = {}
+        self._signature = None
         self.version += 1
-        return devices
+        return devices, outcome
+
+    def signature(self) -> tuple[Any, ...]:
+        """Everything the filters, Nova's fit and the weigher read from this host: two hosts with the same
+        signature get the same verdict, the same fitted topology (pCPU ids included) and the same weight.
+
+        The static part (``template``: the spec's cells with their pCPU numbering, thread siblings, memory
+        and page totals, vSwitch NUMA nodes; allocation ratios; the role, traits, capabilities, aggregate
+        metadata and physnets the static filters read) is fixed at build; Nova's usage accounting copies
+        those cell fields unchanged (STATIC_CELL_FIELDS), so the free state is the DYNAMIC_CELL_FIELDS
+        of each cell, the PCI pools with their counts, the placement counters, and what Nova's weighers
+        read besides (the flavors' vCPUs, the number of instances)."""
+        sig = self._signature
+        if sig is None:
+            cells = _free_state(self.topology)
+            pools = tuple((pool_key(p), p["count"]) for p in self.pci.pools) if self.pci else None
+            sig = self._signature = (self.template, cells, pools, self.vcpu_used, self.pcpu_used, self.mem_used,
+                                     self.flavor_vcpus_used, len(self.instances))
+        return sig
+
+
+_FREE_STATES: dict[int, tuple[weakref.ref[Any], tuple[Any, ...]]] = {}  # id(topology) -> (the object, its state)
+
+
+def _free_state(topology: Any) -> tuple[Any, ...]:
+    """The DYNAMIC_CELL_FIELDS of each cell, once per topology object (hosts of a group share one)."""
+    key = id(topology)
+    known = _FREE_STATES.get(key)
+    if known is not None and known[0]() is topology:
+        return known[1]
+    state = tuple((c.cpu_usage, c.memory_usage, frozenset(c.pinned_cpus),
+                   tuple((p.size_kb, p.total, p.used, p.reserved) for p in c.mempages or ()))
+                  for c in topology.cells)
+    _FREE_STATES[key] = (weakref.ref(topology, lambda _ref: _FREE_STATES.pop(key, None)), state)
+    return state
+
+
+# NUMACell fields: those numa_usage_from_instance_numa copies unchanged, and those usage changes
+STATIC_CELL_FIELDS = frozenset({"id", "socket", "cpuset", "pcpuset", "siblings", "memory", "network_metadata"})
+DYNAMIC_CELL_FIELDS = frozenset({"cpu_usage", "memory_usage", "pinned_cpus", "mempages"})
+
+
+def check_signature_fields() -> None:
+    """The signature is only complete if it knows every NUMACell field this Nova has."""
+    have = set(nova().objects.NUMACell.fields)
+    if have != STATIC_CELL_FIELDS | DYNAMIC_CELL_FIELDS:
+        raise UserError(f"this Nova's NUMACell has fields {sorted(have)}; the planner's host signature knows "
+                        f"{sorted(STATIC_CELL_FIELDS | DYNAMIC_CELL_FIELDS)}")
+
+
+def template_key(spec: HostSpec, enabled_filters: list[str]) -> tuple[Any, ...]:
+    """The static part of a host's signature, from its spec (see HostState.signature)."""
+    cells = tuple((c.id, c.socket, frozenset(c.dedicated), frozenset(c.shared),
+                   tuple(map(frozenset, c.siblings)), c.memory_mb,
+                   tuple((p.size_kb, p.total, p.reserved, p.used) for p in c.hugepages), frozenset(c.pinned),
+                   c.cpu_usage, c.memory_usage, c.small_pages_used_mb) for c in spec.cells)
+    return (cells, tuple(sorted((k, tuple(v)) for k, v in spec.physnet_numa_nodes.items())),
+            tuple(spec.tunneled_numa_nodes), spec.role, spec.cpu_allocation_ratio, spec.ram_allocation_ratio,
+            spec.reserved_host_memory_mb, spec.used_vcpus, spec.used_memory_mb, tuple(spec.ovs_physnets),
+            spec.tunneled, json.dumps(spec.capabilities, sort_keys=True, default=str),
+            json.dumps(spec.aggregate_metadata, sort_keys=True, default=str), tuple(sorted(spec.traits)),
+            tuple(enabled_filters))
 
 
 def _summary(cell: Any) -> CellSummary:
@@ -164,23 +257,39 @@ def _derived_device_spec(dev: DeviceSpec) -> dict[str, Any] | None:
 _POOLS_CACHE: dict[str, tuple[list[dict[str, Any]], dict[tuple[tuple[str, str], ...], list[str]]]] = {}
 
 
-def _pci_stats(spec: HostSpec, topology: Any) -> tuple[Any, dict[tuple[tuple[str, str], ...], list[str]]]:
+_TEMPLATES: dict[tuple[Any, ...], int] = {}  # template key -> its number
+_TOPOLOGIES: dict[int, Any] = {}  # template number -> NUMATopology, never changed (usage makes a new one)
+_SCHEDULER_STATS: dict[str, Any] = {}  # pools key -> scheduler-side PciDeviceStats shared until a host writes
+_DEVICE_SPECS: dict[str, tuple[list[str], str]] = {}  # devices -> ([pci] device_spec entries, pools key)
+
+
+def _pci_stats(spec: HostSpec, topology: Any,
+               share: bool = False) -> tuple[Any, dict[tuple[tuple[str, str], ...], list[str]]]:
     n = nova()
     o = n.objects
-    if spec.device_spec is not None:
-        dev_spec = [json.dumps(s, sort_keys=True) for s in spec.device_spec]
-    else:
-        dev_spec = [json.dumps(s, sort_keys=True) for s in map(_derived_device_spec, spec.devices) if s]
-    key = json.dumps([dev_spec, repr(spec.devices)])
+    given = json.dumps(spec.device_spec, sort_keys=True) + repr(spec.devices)
+    known = _DEVICE_SPECS.get(given)  # the derived device spec is the devices' (hosts with count: N)
+    if known is None:
+        if spec.device_spec is not None:
+            dev_spec = [json.dumps(s, sort_keys=True) for s in spec.device_spec]
+        else:
+            dev_spec = [json.dumps(s, sort_keys=True) for s in map(_derived_device_spec, spec.devices) if s]
+        known = _DEVICE_SPECS[given] = (dev_spec, json.dumps([dev_spec, repr(spec.devices)]))
+    dev_spec, key = known
     if key not in _POOLS_CACHE:  # hosts with the same devices (count: N) get the same pools
         _POOLS_CACHE[key] = _pools(spec, topology, dev_spec)
     pools, free = _POOLS_CACHE[key]
+    shared_key = key + repr([(c.id, c.socket) for c in topology.cells])
+    if share and shared_key in _SCHEDULER_STATS:
+        return _SCHEDULER_STATS[shared_key], {k: list(v) for k, v in free.items()}
     # The scheduler's view: pools without device objects. Its NUMA topology is only read for cell ids and
     # sockets (socket affinity policy), so it gets the static part, which keeps the deep copy in
     # support_requests cheap.
     slim = o.NUMATopology(cells=[o.NUMACell(id=c.id, socket=c.socket) for c in topology.cells])
     scheduler_side = n.pci_stats.PciDeviceStats(slim, stats=n.pci_device_pool.from_pci_stats(pools),
                                                 dev_filter=n.whitelist.Whitelist([]))
+    if share:
+        _SCHEDULER_STATS[shared_key] = scheduler_side
     return scheduler_side, {k: list(v) for k, v in free.items()}
 
 
@@ -212,9 +321,17 @@ def _pools(spec: HostSpec, topology: Any,
     return pools, free
 
 
-def build(spec: HostSpec, enabled_filters: list[str] | None = None) -> HostState:
-    topology = numa_topology(spec)
-    pci, free = _pci_stats(spec, topology)
+def build(spec: HostSpec, enabled_filters: list[str] | None = None, share: bool = False) -> HostState:
+    """One host; with ``share``, hosts of the same template share one NUMATopology object (Nova's usage
+    accounting never changes it, it builds a new one) and one PciDeviceStats until they take a device."""
+    enabled = list(DEFAULT_FILTERS if enabled_filters is None else enabled_filters)
+    template = _TEMPLATES.setdefault(template_key(spec, enabled), len(_TEMPLATES))
+    topology = _TOPOLOGIES.get(template) if share else None
+    if topology is None:
+        topology = numa_topology(spec)
+        if share:
+            _TOPOLOGIES[template] = topology
+    pci, free = _pci_stats(spec, topology, share)
     shared = sum(len(c.shared) for c in spec.cells)
     return HostState(
         spec=spec, topology=topology, pci=pci, free_devices=free, device_totals={k: len(v) for k, v in free.items()},
@@ -224,4 +341,5 @@ def build(spec: HostSpec, enabled_filters: list[str] | None = None) -> HostState
         vcpu_used=spec.used_vcpus + sum(c.cpu_usage for c in spec.cells),
         pcpu_used=sum(len(c.pinned) for c in spec.cells),
         mem_used=spec.used_memory_mb + sum(c.memory_usage for c in spec.cells),
-        enabled_filters=list(DEFAULT_FILTERS if enabled_filters is None else enabled_filters))
+        flavor_vcpus_used=spec.used_vcpus + sum(c.cpu_usage + len(c.pinned) for c in spec.cells),
+        enabled_filters=enabled, template=template, pci_shared=share and pci is not None)

@@ -1,6 +1,7 @@
 """What `nfvcat plan` takes from a cloud's Nova configuration (``--nova-conf nova.conf``): the scheduler's
-``[filter_scheduler] enabled_filters`` and the ``[pci] alias`` entries, so the filters plan models are the
-ones the cloud runs (the dev cloud's: ``.devcloud/etc/nova/nova.conf``)."""
+``[filter_scheduler] enabled_filters``, its weighers and their multipliers, and the ``[pci] alias`` entries,
+so the filters and weighers plan models are the ones the cloud runs (the dev cloud's:
+``.devcloud/etc/nova/nova.conf``)."""
 
 from __future__ import annotations
 
@@ -49,3 +50,9 @@ def read(path: str) -> tuple[list[str] | None, list[dict[str, Any]] | None]:
             except (ValueError, TypeError):
                 raise UserError(f"{path}: [pci] alias {a!r} is not a JSON object") from None
     return ([f.strip() for f in filters[-1].split(",") if f.strip()] if filters else None), parsed
+
+
+def weighing(path: str, names: tuple[str, ...]) -> dict[str, str]:
+    """The ``[filter_scheduler]`` options among ``names`` (weight_classes, the multipliers) the file sets."""
+    values = _values(Path(path))
+    return {name: values[("filter_scheduler", name)][-1] for name in names if ("filter_scheduler", name) in values}

@@ -20,12 +20,13 @@ def nova() -> SimpleNamespace:
     if _nova is None:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            from nova import conf, exception, objects
+            from nova import conf, exception, objects, weights
             from nova.network import model as network_model
             from nova.objects import fields, pci_device_pool
             from nova.pci import request as pci_request
             from nova.pci import stats as pci_stats
             from nova.pci import whitelist
+            from nova.scheduler import weights as scheduler_weights
             from nova.scheduler.filters import extra_specs_ops
             from nova.scheduler.filters.aggregate_instance_extra_specs import AggregateInstanceExtraSpecsFilter
             from nova.scheduler.filters.numa_topology_filter import NUMATopologyFilter
@@ -39,7 +40,7 @@ def nova() -> SimpleNamespace:
             extra_specs_ops=extra_specs_ops, pci_device_pool=pci_device_pool,
             NUMATopologyFilter=NUMATopologyFilter, uuidutils=uuidutils,
             AggregateInstanceExtraSpecsFilter=AggregateInstanceExtraSpecsFilter,
-            units=units)
+            units=units, weights=weights, scheduler_weights=scheduler_weights)
     return _nova
 
 
@@ -47,6 +48,7 @@ def configure(pci_alias: list[dict[str, Any]]) -> None:
     """``[pci] alias`` as the API and scheduler would have it (get_pci_requests_from_flavor reads it)."""
     n = nova()
     n.CONF.set_override("alias", [json.dumps(a, sort_keys=True) for a in pci_alias], group="pci")
+    n.pci_request.get_alias_from_config.cache_clear()  # functools.cache: the first planner's aliases otherwise
 
 
 def nova_message(exc: Exception) -> str:

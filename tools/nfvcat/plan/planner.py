@@ -1,13 +1,16 @@
-"""Placing VNFs one instance at a time, as Nova's scheduler would: filter, weigh, consume.
+"""Placing VNFs one instance at a time, as Nova's scheduler would: filter, weigh (weigher.Weighers: Nova's
+weighers, normalised over the hosts that pass), consume. Cheap checks run first and Nova's exact fit only
+on hosts the per-cell summaries cannot rule out.
 
-Hosts are kept sorted by weight; for each instance the first host (in weight order) that passes every
-filter wins, which is the host Nova's weighers would pick among the hosts passing its filters. Cheap
-checks run first and Nova's exact fit only on hosts the per-cell summaries cannot rule out.
+Hosts with the same signature (hoststate.HostState.signature) form one group (hostorder): a verdict, with
+Nova's fitted topology and the NUMA state after taking it, and the weighers' inputs are computed once per
+group (and request) and memoised until the group empties; one host stands for its group in the weighing.
+``memo=False`` keeps the host-by-host planner (each host its own Nova objects, every verdict computed),
+which the tests compare placements against.
 """
 
 from __future__ import annotations
 
-import bisect
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,6 +19,7 @@ from nfvcat.catalog.inventory import Inventory
 from nfvcat.core.errors import UserError
 from nfvcat.plan import demand as demand_mod
 from nfvcat.plan import filters, hoststate, novaenv, reasons, weigher
+from nfvcat.plan.hostorder import Group, HostOrder
 from nfvcat.plan.request import Chain, Vnf
 
 
@@ -47,7 +51,9 @@ class ChainResult:
 
 
 class Planner:
-    def __init__(self, inventory: Inventory, strategy: str = "spread"):
+    def __init__(self, inventory: Inventory, strategy: str = "spread", memo: bool = True,
+                 weighing: dict[str, str] | None = None):
+        """``weighing``: the cloud's [filter_scheduler] weigher options (weigher.OPTIONS, from nova.conf)."""
         if not inventory.pci_alias:  # the site's aliases (the catalog flavors name qat-vf)
             from nfvcat import catalog
             from nfvcat.catalog import site
@@ -57,15 +63,20 @@ class Planner:
         n = novaenv.nova()
         try:
             n.pci_request.get_alias_from_config()
-            self.hosts = [hoststate.build(h, inventory.enabled_filters) for h in inventory.hosts]
+            hoststate.check_signature_fields()
+            self.hosts = [hoststate.build(h, inventory.enabled_filters, share=memo) for h in inventory.hosts]
         except n.exception.NovaException as exc:
             raise UserError(f"{inventory.path}: /pci/alias: Nova rejects it: {novaenv.nova_message(exc)}") from None
         except UserError as exc:
             raise UserError(f"{inventory.path}: {exc}") from None
         self.inventory = inventory
         self.strategy = strategy
-        self.keys = [weigher.sort_key(h, strategy) for h in self.hosts]
-        self.order = sorted(self.keys)
+        self.weighers = weigher.Weighers(strategy, weighing)
+        self.memo = memo
+        self.verdicts: dict[int, dict[int, tuple[bool, Any, bool, list[Any]]]] = {}  # group id -> id(demand) -> verdict
+        self.fits_memoised = 0  # exact fits answered from a group's memoised verdict
+        self.inputs: dict[int, tuple[tuple[float, ...], tuple[float, ...]]] = {}  # group id -> weigher inputs
+        self.host_order = HostOrder(self.hosts, self._dropped) if memo else None
         self.groups: dict[str, list[int]] = {}
         self.demands: dict[int, demand_mod.Demand] = {}
         self.exact_fits = 0
@@ -90,34 +101,96 @@ class Planner:
             return f"ServerGroupAffinityFilter: server group '{group}' members are on another host"
         return None
 
-    def _passes(self, d: demand_mod.Demand, hs: hoststate.HostState, group: str | None,
-                policy: str | None) -> tuple[bool, Any]:
-        # every verdict but the server group one depends only on the demand and the host's state, so a
-        # host that failed stays failed until it is consumed (its version changes)
-        if d.failed_at.get(hs.index) == hs.version or self._group_reason(group, policy, hs):
-            return False, None
+    def _verdict(self, d: demand_mod.Demand, hs: hoststate.HostState) -> tuple[bool, Any, bool, list[Any]]:
+        """(passes, fitted topology, whether Nova's exact fit was asked, [the host's NUMA topology after
+        taking the fit, once known]) for every filter but the server group one: they depend only on the
+        demand and the host's signature."""
         if (filters.static_reason(d, hs) or filters.resource_reason(d, hs)
                 or (d.thread_policy == "require" and not filters.cpu_policy_ok(d, hs))
                 or not filters.may_fit(d, hs)):
-            d.failed_at[hs.index] = hs.version
-            return False, None
+            return False, None, False, []
         t = time.perf_counter()
-        result = filters.exact_fit(d, hs)
+        ok, fitted = filters.exact_fit(d, hs)
         self.fit_seconds += time.perf_counter() - t
         self.exact_fits += 1
-        if not result[0]:
+        return ok, fitted, True, []
+
+    def _passes(self, d: demand_mod.Demand, hs: hoststate.HostState, group: str | None,
+                policy: str | None) -> tuple[bool, Any]:
+        # a host that failed stays failed until it is consumed (its version changes)
+        if d.failed_at.get(hs.index) == hs.version or self._group_reason(group, policy, hs):
+            return False, None
+        ok, fitted = self._verdict(d, hs)[:2]
+        if not ok:
             d.failed_at[hs.index] = hs.version
-        return result
+        return ok, fitted
+
+    def _group_verdict(self, d: demand_mod.Demand, g: Group) -> tuple[bool, Any, bool, list[Any]]:
+        memo = self.verdicts.get(g.id)
+        if memo is None:
+            memo = self.verdicts[g.id] = {}
+        got = memo.get(id(d))
+        if got is None:
+            got = memo[id(d)] = self._verdict(d, self.hosts[g.members[0]])
+        elif got[2]:
+            self.fits_memoised += 1
+        return got
+
+    def _dropped(self, gid: int) -> None:
+        self.verdicts.pop(gid, None)
+        self.inputs.pop(gid, None)
+
+    def _choose(self, d: demand_mod.Demand, group: str | None,
+                policy: str | None) -> tuple[hoststate.HostState, Any] | None:
+        """Nova's choice among the hosts that pass, by group: a group's verdict is its hosts' verdict, its
+        weigher inputs theirs, and its first host the group filter allows stands for it (ties go to it)."""
+        assert self.host_order is not None
+        order, weighers = self.host_order, self.weighers
+        members = self.groups.get(group, []) if group and policy in ("affinity", "anti-affinity") else []
+        if policy == "affinity" and members:
+            firsts: dict[int, int] = {}  # only the members pass
+            for index in sorted(set(members)):
+                firsts.setdefault(order.group_of[index].id, index)
+            entries = sorted((index, gid) for gid, index in firsts.items())
+        else:
+            avoid = set(members)
+            entries = order.order if not avoid else sorted(
+                (i, gid) for _, gid in order.order
+                for i in [next((m for m in order.by_id[gid].members if m not in avoid), -1)] if i >= 0)
+        candidates, fits = [], {}
+        for index, gid in entries:
+            g = order.by_id[gid]
+            ok, fitted = self._group_verdict(d, g)[:2]
+            if ok:
+                inputs = self.inputs.get(gid)
+                if inputs is None:
+                    inputs = self.inputs[gid] = weighers.inputs(self.hosts[index])
+                candidates.append((index, *inputs))
+                fits[index] = fitted
+        if not candidates:
+            return None
+        index = weighers.best(candidates)
+        return self.hosts[index], fits[index]
 
     def place(self, d: demand_mod.Demand, instance: str, group: str | None = None,
               policy: str | None = None) -> Placement | Failure:
         if d.invalid is None:
-            for key in self.order:
-                hs = self.hosts[key[1]]
-                ok, fitted = self._passes(d, hs, group, policy)
-                if ok:
-                    return self._consume(d, hs, fitted, instance, group)
+            found = self._choose(d, group, policy) if self.memo else self._choose_host_by_host(d, group, policy)
+            if found is not None:
+                return self._consume(d, found[0], found[1], instance, group)
         return self.explain(d, instance, group, policy)
+
+    def _choose_host_by_host(self, d: demand_mod.Demand, group: str | None,
+                             policy: str | None) -> tuple[hoststate.HostState, Any] | None:
+        passing: dict[int, Any] = {}
+        for hs in self.hosts:
+            ok, fitted = self._passes(d, hs, group, policy)
+            if ok:
+                passing[hs.index] = fitted
+        if not passing:
+            return None
+        index = self.weighers.best([(i, *self.weighers.inputs(self.hosts[i])) for i in passing])
+        return self.hosts[index], passing[index]
 
     def explain(self, d: demand_mod.Demand, instance: str, group: str | None = None,
                 policy: str | None = None) -> Failure:
@@ -134,14 +207,21 @@ class Planner:
                  group: str | None) -> Placement:
         self.last_fitted = fitted
         self.placed += 1
-        devices = hs.consume(fitted, d.pci_requests, d.vcpus, d.pcpus, d.memory_mb)
+        same, memo = None, None
+        if self.host_order is not None:  # hosts of one group that take the same fit end in the same state
+            memo = self.verdicts.get(self.host_order.group_of[hs.index].id, {}).get(id(d))
+            if memo is None or fitted is None or memo[1] is not fitted:
+                memo = None
+            elif memo[3]:
+                same = memo[3][0]
         hs.instances.append(instance)
+        devices, outcome = hs.consume(fitted, d.pci_requests, d.vcpus, d.pcpus, d.memory_mb, d.flavor.vcpus, same)
+        if memo is not None and not memo[3]:
+            memo[3].append(outcome)
         if group:
             self.groups.setdefault(group, []).append(hs.index)
-        old = self.keys[hs.index]
-        del self.order[bisect.bisect_left(self.order, old)]
-        new = self.keys[hs.index] = weigher.sort_key(hs, self.strategy)
-        bisect.insort(self.order, new)
+        if self.host_order is not None:
+            self.host_order.moved(hs)
         return describe(d, hs, fitted, instance, devices)
 
     def place_chain(self, chain: Chain, suffix: str = "", stop_on_failure: bool = False) -> ChainResult:

@@ -1,32 +1,132 @@
-"""Host order, after Nova's RAMWeigher, CPUWeigher and PCIWeigher.
+"""Host choice as Nova's scheduler makes it: its weighers (``[filter_scheduler] weight_classes``), each
+weigher's raw values normalised across the hosts that passed the filters (``nova.weights.normalize`` with
+the weigher's minval/maxval), multiplied by its multiplier (nova.conf, or the host aggregate's metadata),
+summed in weigher order; the highest weight wins, ties to the host listed first (Nova's sort is stable,
+host_subset_size 1).
 
-weight = m * free RAM share + m * free CPU share (VCPU + PCPU) + PCI term, with m = 1.0 for ``spread``
-and -1.0 for ``pack``; the PCI term is PCIWeigher's ``(100 - min(free devices, 99)) / 100`` (keeps hosts
-with free PCI devices for instances that need them). Nova normalises each weigher over the candidate hosts
-of one request; here each host's share of its own capacity is used instead, so the order of hosts does not
-depend on the request and can be kept sorted as hosts fill up. Ties go to the host listed first.
+The weighers are Nova's own classes, asked for one host's raw value through ``weigh_objects``; what they
+read comes from the plan's host state, as the scheduler's HostState has it after the compute node's
+report: free_ram_mb (total memory - reserved_host_memory_mb - memory of the instances), vcpus_total x
+cpu_allocation_ratio - vcpus_used (the flavors' vCPUs, pinned ones too; vcpus_total is the compute node's
+count, cpu_shared_set as libvirt reports it), the PCI pools, num_instances, and num_io_ops: the instances
+the plan put on the host, as builds (the resource tracker counts a build in io_workload when it claims and
+refreshes that count only at its periodic update, so servers booted one after another within it all still
+count; the dev cloud's scheduler weighs them so). What an inventory does not describe is the same on every
+host, which Nova's normalisation makes weigh alike: free disk (no disk sizes in an inventory), build
+failures, hypervisor version, cell. Soft (anti-)affinity groups weigh 0 (the planner does not model them).
+A weigher the plan cannot feed (ImagePropertiesWeigher, MetricsWeigher with a setting) is refused when its
+multiplier is not 0.
 """
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+from typing import Any
+
+from nfvcat.core.errors import UserError
 from nfvcat.plan.hoststate import HostState
+from nfvcat.plan.novaenv import nova
 
 STRATEGIES = ("spread", "pack")
-MAX_DEVS = 100
+PACKED = ("ram_weight_multiplier", "cpu_weight_multiplier")  # -1.0 with --strategy pack
 DESCRIPTION = {
-    "spread": "spread: most free RAM and CPU first (RAMWeigher, CPUWeigher multiplier 1.0; PCIWeigher 1.0)",
-    "pack": "pack: least free RAM and CPU first (RAMWeigher, CPUWeigher multiplier -1.0; PCIWeigher 1.0)",
+    "spread": "spread: Nova's weighers as the cloud's nova.conf sets them (RAM and CPU multipliers 1.0 unless "
+              "set), normalised over the hosts that fit",
+    "pack": "pack: Nova's weighers, RAM and CPU multipliers -1.0 (least free first), normalised over the hosts "
+            "that fit",
 }
+OPTIONS = ("weight_classes", "ram_weight_multiplier", "cpu_weight_multiplier", "disk_weight_multiplier",
+           "io_ops_weight_multiplier", "pci_weight_multiplier", "soft_affinity_weight_multiplier",
+           "soft_anti_affinity_weight_multiplier", "build_failure_weight_multiplier",
+           "cross_cell_move_weight_multiplier", "hypervisor_version_weight_multiplier",
+           "num_instances_weight_multiplier", "image_props_weight_multiplier")
 
 
-def weight(hs: HostState, strategy: str) -> float:
-    m = 1.0 if strategy == "spread" else -1.0
-    mem = (hs.mem_total - hs.mem_used) / hs.mem_total if hs.mem_total > 0 else 0.0
-    cpu_total = hs.vcpu_total + hs.pcpu_total
-    cpu = ((hs.vcpu_total - hs.vcpu_used) + (hs.pcpu_total - hs.pcpu_used)) / cpu_total if cpu_total else 0.0
-    pci = (MAX_DEVS - min(hs.pci_free(), MAX_DEVS - 1)) / MAX_DEVS
-    return round(m * mem + m * cpu + pci, 9)
+class _Request(SimpleNamespace):
+    """The RequestSpec the weighers read: no server group (soft policies are not modelled), no move."""
+
+    def __contains__(self, name: str) -> bool:  # a NovaObject's "is this field set"
+        return name in self.__dict__
 
 
-def sort_key(hs: HostState, strategy: str) -> tuple[float, int]:
-    return (-weight(hs, strategy), hs.index)
+REQUEST = _Request(instance_group=None, requested_destination=None, image=None, pci_requests=None)
+
+
+class Weighers:
+    def __init__(self, strategy: str, settings: dict[str, str] | None = None) -> None:
+        """``settings``: [filter_scheduler] options from the cloud's nova.conf (OPTIONS), as text."""
+        n = nova()
+        conf = n.CONF
+        for name in OPTIONS:  # the process may have planned for another cloud before (the engine server)
+            conf.clear_override(name, group="filter_scheduler")
+        for name, value in (settings or {}).items():
+            try:
+                conf.set_override(name, [v.strip() for v in value.split(",")] if name == "weight_classes"
+                                  else float(value), group="filter_scheduler")
+            except (ValueError, n.exception.NovaException) as exc:
+                raise UserError(f"nova.conf [filter_scheduler] {name} = {value}: {exc}") from None
+        if strategy == "pack":
+            for name in PACKED:
+                conf.set_override(name, -1.0, group="filter_scheduler")
+        handler = n.scheduler_weights.HostWeightHandler()
+        try:
+            classes = handler.get_matching_classes(conf.filter_scheduler.weight_classes)
+        except (ImportError, n.exception.NovaException) as exc:
+            raise UserError(f"nova.conf [filter_scheduler] weight_classes: {exc}") from None
+        self.weighers = [cls() for cls in classes]
+        fs = conf.filter_scheduler
+        for w in self.weighers:
+            name = type(w).__name__
+            if (name == "ImagePropertiesWeigher" and fs.image_props_weight_multiplier) or (
+                    name == "MetricsWeigher" and w.setting and conf.metrics.weight_multiplier):
+                raise UserError(f"the plan cannot feed Nova's {name} (what it weighs is not in an inventory): "
+                                f"set its multiplier to 0 to plan")
+        self.handler = handler
+        self.zero: dict[tuple[int, float], bool] = {}  # (weigher, value): equal values normalise to 0
+
+    def view(self, hs: HostState) -> Any:
+        """What Nova's weighers read from a scheduler HostState, from the plan's host."""
+        spec = hs.spec
+        memory = sum(c.memory_mb for c in spec.cells)
+        return SimpleNamespace(
+            host=hs.name, nodename=hs.name, free_ram_mb=memory - spec.reserved_host_memory_mb - hs.mem_used,
+            vcpus_total=sum(len(c.shared) for c in spec.cells), cpu_allocation_ratio=spec.cpu_allocation_ratio,
+            vcpus_used=hs.flavor_vcpus_used, free_disk_mb=0, num_io_ops=len(hs.instances), failed_builds=0,
+            hypervisor_version=0,
+            num_instances=len(hs.instances), instances={}, pci_stats=hs.pci, cell_uuid=None, metrics=[],
+            aggregates=[SimpleNamespace(metadata=spec.aggregate_metadata)] if spec.aggregate_metadata else [])
+
+    def inputs(self, hs: HostState) -> tuple[tuple[float, ...], tuple[float, ...]]:
+        """The host's raw value (clipped to minval/maxval, as weigh_objects does) and multiplier per weigher."""
+        view = self.view(hs)
+        objs = [self.handler.object_class(view, 0.0)]
+        return (tuple(w.weigh_objects(objs, REQUEST)[0] for w in self.weighers),
+                tuple(w.weight_multiplier(view) for w in self.weighers))
+
+    def best(self, candidates: list[tuple[int, tuple[float, ...], tuple[float, ...]]]) -> int:
+        """Of (position, raw values, multipliers) in Nova's host order, the position Nova's weighing puts
+        first: BaseWeightHandler.get_weighed_objects's sums, then its stable descending sort. A weigher
+        whose every score is 0 (multipliers 0, or equal raw values normalised to 0) adds only zeros to the
+        sums, which leaves them as they are: it is skipped."""
+        if len(candidates) == 1:
+            return candidates[0][0]
+        normalize = nova().weights.normalize
+        weights = [0.0] * len(candidates)
+        raws = list(zip(*(c[1] for c in candidates), strict=True))
+        mults = list(zip(*(c[2] for c in candidates), strict=True))
+        for i, w in enumerate(self.weighers):
+            values, m = raws[i], mults[i]
+            if not any(m):
+                continue
+            low = values[0]
+            if low == max(values) == min(values):
+                zero = self.zero.get((i, low))
+                if zero is None:
+                    zero = self.zero[i, low] = not any(normalize([low, low], minval=w.minval, maxval=w.maxval))
+                if zero:
+                    continue
+            normed = list(normalize(list(values), minval=w.minval, maxval=w.maxval))
+            for j in range(len(weights)):
+                weights[j] += m[j] * normed[j]
+        top = max(weights)
+        return next(c[0] for c, wt in zip(candidates, weights, strict=True) if wt == top)

@@ -88,13 +88,14 @@ def stop(timeout: float = 20) -> int | None:
     return pid
 
 
-def run_command_line(argv: list[str]) -> tuple[int, str, str] | None:
-    """``nfvcat validate ARGV...`` by the server that runs, as it is: (exit code, stdout, stderr), or None when no
-    server answers or the server leaves it to the command (which then parses ARGV itself and goes on as
-    ``run``: starting a server, restarting one, printing usage or help, running in-process)."""
+def run_command_line(argv: list[str], command: str = "validate") -> tuple[int, str, str] | None:
+    """``nfvcat validate ARGV...`` (or ``plan``) by the server that runs, as it is: (exit code, stdout, stderr),
+    or None when no server answers or the server leaves it to the command (which then parses ARGV itself and
+    goes on as ``run``: starting a server, restarting one, printing usage or help, running in-process)."""
     if disabled():
         return None
-    message: dict[str, Any] = {"op": "run", "cwd": os.getcwd(), "argv": list(argv), "caller": wire.caller()}
+    message: dict[str, Any] = {"op": "run", "cwd": os.getcwd(), "argv": list(argv), "caller": wire.caller(),
+                               "command": command}
     reply = wire.request(message, wire.engine_timeout() + 60)
     if reply is not None and reply.get("needs") == "stdin":  # --stdin-filename: the buffer it names
         import io
@@ -114,10 +115,11 @@ def run_command_line(argv: list[str]) -> tuple[int, str, str] | None:
     return int(out["exit"]), str(out["stdout"]), str(out["stderr"])
 
 
-def run(args: dict[str, Any]) -> tuple[int, str, str] | None:
-    """``nfvcat validate`` with these arguments (the command's, as plain data) run by the server in this
-    directory: (exit code, stdout, stderr), or None when the server cannot be used."""
-    reply = _exchange({"op": "run", "cwd": os.getcwd(), "args": args}, lambda: _site_of_call(args))
+def run(args: dict[str, Any], command: str = "validate") -> tuple[int, str, str] | None:
+    """``nfvcat validate`` (or ``plan``) with these arguments (the command's, as plain data) run by the server
+    in this directory: (exit code, stdout, stderr), or None when the server cannot be used."""
+    site = (lambda: _site_of_call(args)) if command == "validate" else (lambda: None)
+    reply = _exchange({"op": "run", "cwd": os.getcwd(), "args": args, "command": command}, site)
     if reply is None or "output" not in reply:
         return None
     out = reply["output"]

@@ -10,7 +10,8 @@ those it started with (computed again when inotify saw a change there, or every 
 either differs, the server answers "restart" (never a result from the old code), to that request and every
 later one, and exits, and the client starts a new one. A command line's call is run here whole (``run``: its
 words in, parsed by the validate command's own parser, which ``nfvcat server run`` hands over; its output
-out, rendered by the same code as in-process), so the client imports almost nothing. The server exits after
+out, rendered by the same code as in-process), so the client imports almost nothing; ``nfvcat plan`` is
+run the same way, by the plan command's code in this process (Nova imported once). The server exits after
 an idle time (``NFVCAT_SERVER_IDLE``, default 15 min), on ``nfvcat server stop``, SIGTERM or SIGINT, removing
 its socket and pid file; a server killed outright leaves them behind, and the next one (which holds the
 directory's lock) replaces them.
@@ -37,6 +38,8 @@ from typing import Any
 from nfvcat.validation import wire
 
 IDLE_DEFAULT = 900.0
+# another command the server runs (``nfvcat plan``): its parser (words to its call), its run of a call
+Command = tuple[Callable[[list[str]], dict[str, Any]], Callable[[dict[str, Any]], tuple[int, str, str]]]
 
 
 # -- where -------------------------------------------------------------------------------------------
@@ -204,9 +207,12 @@ def peer_uid(conn: socket.socket) -> int:
 # -- the server --------------------------------------------------------------------------------------
 class Server:
     def __init__(self, site: str | None, idle: float,
-                 parse_command_line: Callable[[list[str]], dict[str, Any]] | None = None):
+                 parse_command_line: Callable[[list[str]], dict[str, Any]] | None = None,
+                 commands: dict[str, Command] | None = None):
         """``parse_command_line``: the validate command's own parser (its words to its call as plain data,
-        SystemExit where it would print usage or help): with it the server runs a command line as it is."""
+        SystemExit where it would print usage or help): with it the server runs a command line as it is.
+        ``commands``: other commands it runs in its own process (``plan``: Nova stays imported), each as
+        (its parser, its run of a call: exit code, stdout, stderr)."""
         from nfvcat.validation.doccache import DocumentCache
         from nfvcat.validation.engines.jobs import ENGINES
         from nfvcat.validation.executor import WorkerPool
@@ -229,6 +235,7 @@ class Server:
         self.warmed = False
         self.counter = threading.Lock()
         self.parse_command_line = parse_command_line
+        self.commands = dict(commands or {})
 
     def status(self) -> dict[str, Any]:
         return {"pid": os.getpid(), "fingerprint": self.fingerprint, "started": self.started,
@@ -308,12 +315,21 @@ class Server:
         from nfvcat.validation import invocation
         from nfvcat.validation.pipeline import validate_paths
 
+        command = str(request.get("command") or "validate")
+        if command != "validate" and command not in self.commands:
+            return {"left": f"this server does not run {command}"}
         if "argv" in request:
-            args = self._command_line(request)
+            parse = self.parse_command_line if command == "validate" else self.commands[command][0]
+            args = self._command_line(request, parse)
             if "left" in args or "needs" in args:
                 return args
         else:
             args = dict(request.get("args") or {})
+        if command != "validate":  # its output does not depend on a site profile: only the caller's settings
+            if not self._settled(self.site, request):
+                return None
+            code, stdout, stderr = self.commands[command][1](args)
+            return {"output": {"exit": code, "stdout": stdout, "stderr": stderr}}
         inv = invocation.prepare(args)
         if not self._settled(site_for(inv.options.site, inv.options.catalog_root), request):
             return None
@@ -322,17 +338,18 @@ class Server:
         code = invocation.render(report, inv, out, err)
         return {"output": {"exit": code, "stdout": out.getvalue(), "stderr": err.getvalue()}}
 
-    def _command_line(self, request: dict[str, Any]) -> dict[str, Any]:
+    def _command_line(self, request: dict[str, Any],
+                      parse: Callable[[list[str]], dict[str, Any]] | None) -> dict[str, Any]:
         """The call of a command line's words; or what the client is to do instead: send the buffer that
         ``--stdin-filename`` names ("needs"), or leave the call to the command ("left": usage, help, an
         error in the words, --no-server, a server started without the parser)."""
         import io
 
-        if self.parse_command_line is None:
+        if parse is None:
             return {"left": "this server was started without the command's parser"}
         try:
             with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-                args = self.parse_command_line([str(a) for a in request["argv"]])
+                args = parse([str(a) for a in request["argv"]])
         except SystemExit:
             return {"left": "usage, help or a usage error: the command prints it"}
         if args.get("no_server"):

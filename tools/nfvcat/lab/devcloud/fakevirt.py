@@ -122,7 +122,7 @@ class InventoryDriver(fake.FakeDriver):
         cores = sum(len(c.siblings) for c in self.spec.cells) // max(len(self.spec.cells), 1)
         cpu_info["topology"] = {"sockets": len(self.spec.cells), "cores": cores, "threads": threads}
         status["cpu_info"] = json.dumps(cpu_info)
-        status["vcpus"] = self.vcpus + self.pcpus
+        status["vcpus"] = self.vcpus  # as libvirt: len(cpu_shared_set) (the scheduler's CPUWeigher reads it)
         status["numa_topology"] = self.topology._to_json()
         status["pci_passthrough_devices"] = self._pci_json
         status["uuid"] = node_uuid(nodename)
