@@ -36,11 +36,11 @@ def expectations(paths: list[Path]) -> set[Expectation]:
         for number, line in enumerate(lines, 1):
             for group in _EXPECT.findall(line):
                 for rule in re.split(r"\s*,\s*", group):
-                    out.add((_relative(path), number, rule))
+                    out.add((relative(path), number, rule))
     return out
 
 
-def _relative(path: Path | str) -> str:
+def relative(path: Path | str) -> str:
     p = Path(path)
     p = p if p.is_absolute() else ROOT / p
     try:
@@ -54,7 +54,7 @@ def validate(paths: list[Path]) -> list[dict[str, Any]]:
     assert "Traceback" not in proc.stderr, proc.stderr
     found = json.loads(proc.stdout)["findings"]
     for f in found:
-        f["file"] = _relative(f["file"])
+        f["file"] = relative(f["file"])
         f["message"] = str(f["message"]).replace(str(ROOT), "<root>")
     return found
 
@@ -67,7 +67,7 @@ def accuracy(found: list[dict[str, Any]], expected: set[Expectation]) -> tuple[i
 
 
 def snapshot(found: list[dict[str, Any]], path: Path) -> list[dict[str, Any]]:
-    rel = _relative(path)
+    rel = relative(path)
     return sorted(({"id": f["id"], "line": f["line"], "column": f["column"], "message": f["message"]}
                    for f in found if f["file"] == rel), key=lambda f: (f["line"], f["column"], f["id"],
                                                                        f["message"]))

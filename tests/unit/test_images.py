@@ -88,12 +88,16 @@ def _e0014(path: Path) -> list[str]:
 def test_e0014_rejects_a_vnfd_checksum_no_image_has(cat: Path) -> None:
     df = cat / "vnfd" / "demo" / "Definitions" / "df.yaml"
     df.parent.mkdir(parents=True)
+    (cat / "vnfd" / "demo" / "entry.yaml").write_text("name: demo\nversion: 1.0.0\nkind: vnfd\ndescription: d\n")
     df.write_text(VNFD.format(hash="5f3c1a9e" * 8))
     (msg,) = _e0014(df)
     assert msg.startswith("VB: sw_image_data checksum 5f3c1a9e5f3c1a9e") and "built: demo 1.0.0" in msg
     df.write_text(VNFD.format(hash="0" * 64))
     assert len(_e0014(df)) == 1
     df.write_text(VNFD.format(hash=MOTD_SHA))
+    assert _e0014(df) == []
+    (cat / "vnfd" / "demo" / "entry.yaml").unlink()  # no catalog entry's: the user's own image, well formed
+    df.write_text(VNFD.format(hash="5f3c1a9e" * 8))
     assert _e0014(df) == []
 
 

@@ -1,6 +1,7 @@
 """Every rule has a failing and a passing fixture: the failing one yields the rule, the passing one not.
 
-All fixtures go through one `nfvcat validate` run (each engine starts once), each passed explicitly.
+All fixtures go through one `nfvcat validate` run (each engine starts once), each passed explicitly. A failing
+fixture's line annotated ``# expect: ID`` (tests/defective.py's notation) must carry a finding of that rule.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from nfvcat.validation.rules import all_rules
+from tests import defective
 from tests.conftest import ROOT, findings_of
 
 FIXTURES = ROOT / "tests" / "fixtures" / "rules"
@@ -31,15 +33,22 @@ def _cases(kind: str) -> dict[str, list[Path]]:
 
 
 @pytest.fixture(scope="module")
-def results() -> dict[str, dict[str, dict[str, set[str]]]]:
-    """kind -> rule -> fixture name -> the rule ids its validation yielded."""
+def found() -> list[dict[str, object]]:
+    """The findings of one validation of every fixture."""
     for script in FIXTURES.glob("*/make.py"):
         import runpy
 
         runpy.run_path(str(script), run_name="__main__")
     cases = {k: _cases(k) for k in ("fail", "pass")}
     paths = [str(p) for kind in cases.values() for files in kind.values() for p in files]
-    _, findings = findings_of(*paths)
+    return findings_of(*paths)[1]
+
+
+@pytest.fixture(scope="module")
+def results(found: list[dict[str, object]]) -> dict[str, dict[str, dict[str, set[str]]]]:
+    """kind -> rule -> fixture name -> the rule ids its validation yielded."""
+    cases = {k: _cases(k) for k in ("fail", "pass")}
+    findings = found
     ids: dict[str, set[str]] = defaultdict(set)
     for f in findings:
         ids[str(Path(str(f["file"])).resolve()).split("!")[0]].add(str(f["id"]))
@@ -70,3 +79,23 @@ def test_passing_fixture_does_not(rule: str, results: dict[str, dict[str, dict[s
     assert rule in results["pass"], f"no tests/fixtures/rules/{rule}/pass*"
     for name, found in results["pass"][rule].items():
         assert not found, f"{rule} {name} yielded {sorted(found)}"
+
+
+def test_annotated_lines_carry_their_finding(found: list[dict[str, object]]) -> None:
+    files = [p for fixtures in _cases("fail").values() for f in fixtures
+             for p in ([f] if f.is_file() else defective.files(f))]
+    expected = defective.expectations(files)
+    located = [{**f, "file": defective.relative(str(f["file"]))} for f in found]
+    _, missed = defective.accuracy(located, expected)
+    assert not missed, "\n".join(
+        f"{file}:{line} expected {rule}; found there: {[(f['line'], f['id']) for f in located if f['file'] == file]}"
+        for file, line, rule in missed)
+
+
+def test_e0014_knows_the_algorithms_tacker_knows() -> None:
+    from tacker.common.csar_utils import HASH_DICT
+
+    from nfvcat.validation.rules.parsing.e0014_image_checksum import ALGORITHMS
+
+    assert set(ALGORITHMS) == set(HASH_DICT)
+    assert all(HASH_DICT[k]().name == v for k, v in ALGORITHMS.items())
