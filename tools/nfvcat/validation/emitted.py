@@ -48,6 +48,18 @@ HEAT_ENVIRONMENT = Declared(
     "encrypted_param_names and parameter_merge_strategies, each of the right type.",
     "https://docs.openstack.org/heat/latest/template_guide/environment.html")
 
+SERVER_REQUEST = Declared(
+    "E1006", "nova",
+    "Nova's API refuses the server request Heat sends",
+    "Heat validates an OS::Nova::Server's properties by its own schema, not Nova's: Nova's API checks the "
+    "request when the stack is created. nfvcat builds the request Heat sends (the user data wrapped as Heat's "
+    "build_userdata wraps it for the server's user_data_format, HEAT_CFNTOOLS by default, a MIME multipart "
+    "with Heat's boot files; then base64 as novaclient sends it) and validates it with Nova's own validator "
+    "and schema of POST /servers: user_data at most 65,535 characters of base64, a name and metadata keys "
+    "and values at most 255. Properties that depend on the cloud (get_attr, an unset parameter) are not "
+    "checked.",
+    "https://docs.openstack.org/api-ref/compute/#create-server")
+
 EXTRA_SPEC_INVALID = Declared(
     "E2001", "nova",
     "Nova rejects an extra spec",

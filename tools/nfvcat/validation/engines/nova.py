@@ -15,6 +15,7 @@ from nfvcat.catalog.flavors import pci_aliases
 from nfvcat.catalog.specs import sol001_specs, spec_str
 from nfvcat.core.documents import Document
 from nfvcat.validation.emitted import EXTRA_SPEC_INVALID, NUMA_CONSTRAINTS, PAGE_SIZE_NOT_OFFERED, UNKNOWN_NAMESPACE
+from nfvcat.validation.engines import nova_server
 from nfvcat.validation.engines.jobs import EngineJob, JobContext
 from nfvcat.validation.engines.worker import Job, Result, finding, serve
 
@@ -66,7 +67,7 @@ def jobs(doc: Document, ctx: JobContext) -> list[EngineJob]:
             "extra_specs": _string_specs(None, specs, {}), "pci_alias": pci_aliases(data),
             "page_sizes": list(ctx.rules.site.page_sizes_kb)}, ("extra_specs",))]
     if doc.kind == "hot":
-        return _hot_flavors(doc, ctx)
+        return _hot_flavors(doc, ctx) + nova_server.jobs(doc, ctx)
     if doc.kind == "vnfd":
         out = []
         for where, _ in _vnfd_flavors(doc.data):
@@ -178,6 +179,8 @@ def check(job: Job) -> Result:
     from nova.pci import request as pci_request
     from oslo_config import cfg
 
+    if "server" in job:
+        return nova_server.check(job)
     specs = {str(k): str(v) for k, v in (job.get("extra_specs") or {}).items()}
     findings: list[dict[str, Any]] = []
     for key, value in specs.items():
