@@ -3,7 +3,9 @@
 Per flavor: every key goes through ``nova.api.validation.extra_specs.validators.validate`` (what the
 API does at microversion 2.86+), unknown namespaces are reported (Nova lets them pass silently), then
 ``nova.compute.api.API._validate_flavor_image_numa_pci`` runs ``numa_get_constraints`` and the other
-constraint getters exactly as Nova does when a server is created with the flavor.
+constraint getters exactly as Nova does when a server is created with the flavor, and
+``nova.virt.hardware.get_best_cpu_topology`` as the libvirt driver does when it spawns the guest (a vCPU count
+no topology within the hw:cpu_max_* limits can make fails there, after scheduling).
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ _KEYS_OF: dict[str, tuple[str, ...]] = {
     "InvalidMixedInstanceDedicatedMask": ("hw:cpu_dedicated_mask",),
     "MixedInstanceNotSupportByComputeService": ("hw:cpu_policy",),
     "ImageVCPULimitsRangeExceeded": ("hw:cpu_max_sockets", "hw:cpu_max_cores", "hw:cpu_max_threads"),
+    "ImageVCPULimitsRangeImpossible": ("hw:cpu_max_sockets", "hw:cpu_max_cores", "hw:cpu_max_threads"),
     "ImageVCPUTopologyRangeExceeded": ("hw:cpu_sockets", "hw:cpu_cores", "hw:cpu_threads",
                                        "hw:cpu_max_sockets", "hw:cpu_max_cores", "hw:cpu_max_threads"),
     "FlavorImageConflict": ("hw:mem_encryption",),
@@ -163,11 +166,17 @@ def setup() -> None:
     _state["namespaces"] |= set(validators.NAMESPACES)
 
 
-def _key_for(exc: Exception, specs: dict[str, str]) -> list[str]:
-    """The extra spec a Nova exception is about: of the keys it involves, the last one in the flavor."""
+def _involved(exc: Exception, specs: dict[str, str]) -> list[str]:
+    """The extra specs a Nova exception is about, in the flavor's order: the finding is at the last one (the
+    one added to a flavor that was fine before) and names them all."""
     names = _KEYS_OF.get(type(exc).__name__, ())
-    involved = [k for k in specs if any(k == n or k.startswith(n + ".") for n in names)]
-    return involved[-1:]
+    return [k for k in specs if any(k == n or k.startswith(n + ".") for n in names)]
+
+
+def _conflict(exc: Exception, specs: dict[str, str]) -> dict[str, Any]:
+    involved = _involved(exc, specs)
+    keys = f" [{', '.join(f'{k}={specs[k]}' for k in involved)}]" if len(involved) > 1 else ""
+    return finding(NUMA_CONSTRAINTS.id, involved[-1:], f"{type(exc).__name__}: {exc}{keys}", ENGINE)
 
 
 def check(job: Job) -> Result:
@@ -177,6 +186,7 @@ def check(job: Job) -> Result:
     from nova.api.validation.extra_specs import validators
     from nova.compute import api as compute_api
     from nova.pci import request as pci_request
+    from nova.virt import hardware
     from oslo_config import cfg
 
     if "server" in job:
@@ -210,8 +220,10 @@ def check(job: Job) -> Result:
     try:
         compute_api.API._validate_flavor_image_numa_pci(image, flavor, validate_numa=True,
                                                         validate_pci=bool(aliases))
+        # what the libvirt driver asks at spawn (_get_guest_cpu_config): a guest topology within the limits
+        hardware.get_best_cpu_topology(flavor, objects.ImageMeta.from_dict(image))
     except (exception.Invalid, exception.NovaException, ValueError) as exc:
-        findings.append(finding(NUMA_CONSTRAINTS.id, _key_for(exc, specs), f"{type(exc).__name__}: {exc}", ENGINE))
+        findings.append(_conflict(exc, specs))
     else:
         findings.extend(_page_size(flavor, image, job.get("page_sizes")))
     finally:
