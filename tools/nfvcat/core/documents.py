@@ -10,7 +10,7 @@ import zipfile
 from dataclasses import dataclass, field
 from typing import Any
 
-from nfvcat.core import yamlpos
+from nfvcat.core import jinja, yamlpos
 from nfvcat.core.findings import RawFinding
 from nfvcat.core.problems import DUPLICATE_KEY, NOT_TEXT, TOO_LARGE, UNREADABLE
 
@@ -50,6 +50,8 @@ def display_path(path: str) -> str:
 def detect_kind(data: Any, text: str, name: str) -> str:
     """What a tool of the field would take this document for."""
     if text.lstrip("\ufeff").startswith("#cloud-config"):
+        return "cloud-config"
+    if jinja.is_template(text) and jinja.rendered_head(text).startswith("#cloud-config"):
         return "cloud-config"
     if not isinstance(data, dict):
         return "unknown"
@@ -129,13 +131,19 @@ def _parse(doc: Document, path: str) -> Document:
         doc.text = doc.raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         return _problem(doc, NOT_TEXT.id, f"not UTF-8 text (byte {exc.start})")
+    text = doc.text
+    if jinja.is_template(text):  # cloud-init renders it first: its data is what remains of the template's text
+        aside = jinja.set_aside(text)
+        text = aside.text
+        doc.derived["jinja"] = aside
     try:
-        doc.data, doc.positions = yamlpos.load(doc.text)
+        doc.data, doc.positions = yamlpos.load(text)
     except yamlpos.DocumentError as exc:
         if doc.text.lstrip().startswith("#cloud-config"):
             doc.kind = "cloud-config"
         return _problem(doc, exc.rule_id, exc.message, exc.line, exc.column)
-    for dup_path, line, col in doc.positions.duplicates:
+    statements = "jinja" in doc.derived and doc.derived["jinja"].statements
+    for dup_path, line, col in doc.positions.duplicates if not statements else ():  # branches may both set one
         doc.problems.append(RawFinding(
             DUPLICATE_KEY.id, dup_path, f"duplicate key '{dup_path[-1]}': YAML keeps only the last one",
             line=line, column=col))

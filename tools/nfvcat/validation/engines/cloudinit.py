@@ -51,7 +51,10 @@ def _specific(err: Any) -> Any:
     """For a oneOf/anyOf error, the branch error about the instance's own shape (not "is not of type"):
     for a user given as a mapping, the mapping branch's complaint."""
     while err.context:
-        branches = [c for c in err.context if c.validator != "type"]
+        # a branch's complaint about an item or key inside the value (a list item of the wrong type) is where
+        # the problem is; at the value itself, "is not of type" only says that branch is another shape
+        deeper = [c for c in err.context if len(c.absolute_path) > len(err.absolute_path)]
+        branches = deeper or [c for c in err.context if c.validator != "type"]
         if not branches:
             break
         err = max(branches, key=lambda c: len(c.absolute_path))  # the first of the deepest

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from nfvcat.core import cloudconfig
+from nfvcat.core import cloudconfig, jinja
 from nfvcat.core.documents import Document
 from nfvcat.core.findings import RawFinding
 from nfvcat.validation.engines import cloudinit
@@ -15,9 +15,11 @@ class CloudConfigSchema(Rule):
     description = ("Day-0 user data in cloud-config form is checked against cloud-init's own JSON Schema "
                    "(schema-cloud-config-v1.json, as `cloud-init schema` does): cloud-config files, "
                    "OS::Heat::CloudConfig `cloud_config`, and literal `#cloud-config` text in a server's "
-                   "user_data or an OS::Heat::SoftwareConfig's config (the finding points at the line inside "
-                   "the block). cloud-init skips a module whose config is invalid, so the VNF boots "
-                   "unconfigured.")
+                   "user_data, an OS::Heat::SoftwareConfig's config or an OS::Heat::MultipartMime part (the finding "
+                   "points at the line inside the block). A Jinja-templated cloud-config (`## template: jinja`) "
+                   "is judged with its template syntax set aside: a Jinja syntax error is reported, a value "
+                   "the template fills at boot is not judged. cloud-init skips a module whose config is "
+                   "invalid, so the VNF boots unconfigured.")
     source_url = "https://cloudinit.readthedocs.io/en/latest/reference/modules.html"
     engine = "cloud-init"
     kinds = ("cloud-config", "hot")
@@ -26,6 +28,11 @@ class CloudConfigSchema(Rule):
         for cc in cloudconfig.cloud_configs(doc):
             if cc.template:
                 continue  # values are placeholders str_replace fills at deploy time
+            if cc.jinja is not None and cc.jinja.error is not None:
+                where, line, column = cc.locate_line(cc.jinja.line)
+                yield RawFinding(self.id, where, f"{cc.label}Jinja template syntax: {cc.jinja.error} (cloud-init "
+                                 "cannot render it)", self.engine, line=line, column=column)
+                continue
             if cc.error is not None:
                 yield self.finding(cc.where, f"{cc.label}not valid YAML: {cc.error}")
             elif cc.data is not None and not isinstance(cc.data, dict):
@@ -33,6 +40,8 @@ class CloudConfigSchema(Rule):
                                              f"{type(cc.data).__name__}")
             else:
                 for path, message in cloudinit.check(cc.data):
+                    if cc.jinja is not None and jinja.PLACEHOLDER in message:
+                        continue  # a value the template fills at boot
                     where, line, column = cc.locate(path)
                     yield RawFinding(self.id, where, f"{cc.label}{message}", self.engine, line=line,
                                      column=column)

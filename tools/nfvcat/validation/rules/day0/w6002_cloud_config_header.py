@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from nfvcat.core import cloudconfig
 from nfvcat.core.documents import Document
 from nfvcat.core.findings import RawFinding
 from nfvcat.validation.rules.base import Context, Rule
@@ -16,5 +17,5 @@ class CloudConfigHeader(Rule):
     kinds = ("cloud-config",)
 
     def check(self, doc: Document, ctx: Context) -> Iterator[RawFinding]:
-        if not doc.text.lstrip("\ufeff").startswith("#cloud-config"):
+        if not cloudconfig.is_cloud_config(doc.text.lstrip("\ufeff")):
             yield self.finding((), "user data looks like cloud-config but does not start with '#cloud-config'")
