@@ -95,6 +95,41 @@ def check(data: Any) -> list[tuple[list[Any], str]]:
     return out
 
 
+# cc_write_files.canonicalize_extraction: an encoding's decoding steps, in order
+_EXTRACTIONS = {"gz": ("gzip",), "gzip": ("gzip",), "gz+base64": ("base64", "gzip"), "gzip+base64": ("base64", "gzip"),
+                "gz+b64": ("base64", "gzip"), "gzip+b64": ("base64", "gzip"), "b64": ("base64",),
+                "base64": ("base64",)}
+
+
+def module_errors(data: Any) -> list[tuple[list[Any], str]]:
+    """(key path, message) for what cloud-init's modules refuse where its schema does not: cc_write_files
+    decodes each item's content as its encoding says (base64.b64decode, then util.decomp_gzip that raises);
+    content that does not decode fails the module, and no file after it is written."""
+    import base64
+    import binascii
+    import gzip
+    import zlib
+
+    items = data.get("write_files") if isinstance(data, dict) else None
+    out: list[tuple[list[Any], str]] = []
+    for i, item in enumerate(items if isinstance(items, list) else []):
+        if not isinstance(item, dict) or item.get("defer") is True or not isinstance(item.get("encoding"), str):
+            continue
+        steps = _EXTRACTIONS.get(item["encoding"].lower().strip(), ())
+        content: Any = item.get("content", "")
+        if not isinstance(content, (str, bytes)):
+            continue  # the schema's
+        try:
+            for step in steps:
+                raw = content.encode("utf-8") if isinstance(content, str) else content
+                content = base64.b64decode(raw) if step == "base64" else gzip.decompress(raw)
+        except (binascii.Error, ValueError, OSError, EOFError, zlib.error) as exc:
+            out.append((["write_files", i, "content"],
+                        f"write_files.{i}.content: cc_write_files cannot decode it as {item['encoding']} ({exc}): "
+                        "the module fails at boot and writes no file after this one"))
+    return out
+
+
 # Top-level keys cloud-init reads that its schema does not describe: merging, the datasource and system
 # configuration (cloud.cfg), and the legacy apt keys cc_apt_configure still converts.
 NOT_IN_SCHEMA = frozenset({

@@ -18,7 +18,9 @@ class CloudConfigSchema(Rule):
                    "user_data, an OS::Heat::SoftwareConfig's config or an OS::Heat::MultipartMime part (the finding "
                    "points at the line inside the block). A Jinja-templated cloud-config (`## template: jinja`) "
                    "is judged with its template syntax set aside: a Jinja syntax error is reported, a value "
-                   "the template fills at boot is not judged. cloud-init skips a module whose config is "
+                   "the template fills at boot is not judged. Where cloud-init's modules are stricter than "
+                   "the schema, they are followed: a write_files content that does not decode as its encoding "
+                   "(base64, gzip) fails cc_write_files at boot. cloud-init skips a module whose config is "
                    "invalid, so the VNF boots unconfigured.")
     source_url = "https://cloudinit.readthedocs.io/en/latest/reference/modules.html"
     engine = "cloud-init"
@@ -39,7 +41,7 @@ class CloudConfigSchema(Rule):
                 yield self.finding(cc.where, f"{cc.label}cloud-config must be a mapping, not "
                                              f"{type(cc.data).__name__}")
             else:
-                for path, message in cloudinit.check(cc.data):
+                for path, message in cloudinit.check(cc.data) + cloudinit.module_errors(cc.data):
                     if cc.jinja is not None and jinja.PLACEHOLDER in message:
                         continue  # a value the template fills at boot
                     where, line, column = cc.locate(path)
