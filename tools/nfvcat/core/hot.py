@@ -127,41 +127,77 @@ def find_resource(ref: str, data: Any, outer: tuple[Any, ...] = ()) -> tuple[Any
 
 
 def follow(data: Any, raw: Any, given: dict[str, Any], outer: tuple[Any, ...],
-           rtype: str) -> tuple[Any, dict[str, Any]] | str | None:
+           rtype: str | tuple[str, ...]) -> tuple[Any, dict[str, Any]] | str | None:
     """What a property naming another object points at: (template, body) of a resource of type ``rtype``
-    (in this template or one nesting it), or a name (an existing flavor or network), or None."""
+    (one of them, if several; in this template or one nesting it), or a name (an existing flavor or network),
+    or None."""
     value = raw if resource_ref(raw) else resolve(data, raw, given)
     ref = resource_ref(value)
     if ref:
         found = find_resource(ref, data, outer)
-        return found if found is not None and found[1].get("type") == rtype else None
+        types = (rtype,) if isinstance(rtype, str) else rtype
+        return found if found is not None and found[1].get("type") in types else None
     return value if isinstance(value, str) else None
+
+
+PROVIDER_KEYS = ("network_type", "physical_network", "segmentation_id")
+# The Neutron resources that name a network's segment, and where: a provider network's and a segment's own
+# properties, a network's provider attributes passed through value_specs (what Neutron's API takes).
+PROVIDER_RESOURCES = ("OS::Neutron::ProviderNet", "OS::Neutron::Segment", "OS::Neutron::Net")
+
+
+def provider_paths(body: dict[str, Any]) -> dict[str, tuple[Any, ...]]:
+    """Where a resource names each provider attribute (key path from the resource), for those it names."""
+    p = props(body)
+    if body.get("type") == "OS::Neutron::Net":
+        specs = p.get("value_specs")
+        return {k: ("properties", "value_specs", f"provider:{k}") for k in PROVIDER_KEYS
+                if isinstance(specs, dict) and f"provider:{k}" in specs}
+    return {k: ("properties", k) for k in PROVIDER_KEYS if k in p}
+
+
+def provider_resources(data: Any) -> Iterator[tuple[str, dict[str, Any], dict[str, tuple[Any, ...]]]]:
+    """(name, body, where each provider attribute is) of every resource that names a segment's attributes."""
+    for name, body in resources(data, *PROVIDER_RESOURCES):
+        paths = provider_paths(body)
+        if paths:
+            yield name, body, paths
+
+
+def provider_values(scope: Any, body: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
+    """A resource's provider attributes, resolved (a network's without them: all None)."""
+    paths = provider_paths(body)
+    return {k: resolve(scope, _at(body, paths[k]), given) if k in paths else None for k in PROVIDER_KEYS}
+
+
+def _at(body: Any, path: tuple[Any, ...]) -> Any:
+    for key in path:
+        if not isinstance(body, dict):
+            return None
+        body = body.get(key)
+    return body
 
 
 def network_of(data: Any, port: dict[str, Any], given: dict[str, Any],
                networks: Mapping[str, dict[str, Any]] | None = None,
                outer: tuple[Any, ...] = ()) -> dict[str, Any] | None:
     """The provider attributes (network_type, physical_network, segmentation_id) of a port's network:
-    an OS::Neutron::ProviderNet in this template or one nesting it, or a catalog network by name."""
-    target = follow(data, props(port).get("network"), given, outer, "OS::Neutron::ProviderNet")
+    an OS::Neutron::ProviderNet or an OS::Neutron::Net with provider value_specs in this template or one nesting
+    it, or a catalog network by name."""
+    target = follow(data, props(port).get("network"), given, outer, ("OS::Neutron::ProviderNet", "OS::Neutron::Net"))
     if isinstance(target, tuple):
         scope, body = target
-        p = props(body)
-        scope_given = given if scope is data else {}
-        return {k: resolve(scope, p.get(k), scope_given)
-                for k in ("network_type", "physical_network", "segmentation_id")}
+        return provider_values(scope, body, given if scope is data else {})
     return (networks or {}).get(target) if isinstance(target, str) else None
 
 
 def provider_networks(data: Any) -> dict[str, dict[str, Any]]:
     """Provider networks a template creates, by their name (as resolved from parameter defaults)."""
     out = {}
-    for _, body in resources(data, "OS::Neutron::ProviderNet"):
-        p = props(body)
-        name = resolve(data, p.get("name"), {})
-        if isinstance(name, str):
-            out[name] = {k: resolve(data, p.get(k), {})
-                         for k in ("network_type", "physical_network", "segmentation_id")}
+    for _, body in resources(data, "OS::Neutron::ProviderNet", "OS::Neutron::Net"):
+        name = resolve(data, props(body).get("name"), {})
+        if isinstance(name, str) and provider_paths(body):
+            out[name] = provider_values(data, body, {})
     return out
 
 

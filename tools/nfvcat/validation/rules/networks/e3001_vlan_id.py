@@ -12,23 +12,24 @@ class VlanId(Rule):
     id = "E3001"
     shortdesc = "VLAN segmentation id outside 1-4094"
     description = ("An 802.1Q VLAN id is 12 bits with 0 and 4095 reserved. Heat's OS::Neutron::ProviderNet "
-                   "takes any integer; Neutron refuses it only when the stack is created.")
+                   "and OS::Neutron::Segment, and an OS::Neutron::Net's provider value_specs, take any "
+                   "integer; Neutron refuses it only when the stack is created.")
     source_url = "https://docs.openstack.org/neutron/latest/admin/config-ml2.html"
     kinds = ("hot",)
     follows_nesting = True
 
     def check(self, doc: Document, ctx: Context) -> Iterator[RawFinding]:
-        for name, body in hot.resources(doc.data, "OS::Neutron::ProviderNet"):
-            p = hot.props(body)
-            if p.get("network_type") != "vlan" or "segmentation_id" not in p:
+        for name, body, paths in hot.provider_resources(doc.data):
+            values = hot.provider_values(doc.data, body, ctx.parameters)
+            if values["network_type"] != "vlan" or "segmentation_id" not in paths:
                 continue
-            vid = hot.resolve(doc.data, p["segmentation_id"], ctx.parameters)
-            if vid is hot.UNRESOLVED or isinstance(vid, bool):
+            vid = values["segmentation_id"]
+            if vid is hot.UNRESOLVED or vid is None or isinstance(vid, bool):
                 continue
             try:
                 number = int(vid)
             except (TypeError, ValueError):
                 continue  # not a number: Heat says so
             if not 1 <= number <= 4094:
-                yield self.finding(("resources", name, "properties", "segmentation_id"),
+                yield self.finding(("resources", name, *paths["segmentation_id"]),
                                    f"VLAN segmentation_id {number} is outside 1-4094")
