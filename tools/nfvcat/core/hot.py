@@ -209,6 +209,28 @@ def nested_templates(data: Any, base: str) -> Iterator[tuple[str, str, dict[str,
             yield name, os.path.normpath(os.path.join(base, rtype)), props(body)
 
 
+# Group resources and the property holding their member's definition (a type and its properties).
+GROUP_MEMBERS = {"OS::Heat::ResourceGroup": "resource_def", "OS::Heat::AutoScalingGroup": "resource"}
+
+
+def group_templates(data: Any, base: str) -> Iterator[tuple[str, str, dict[str, Any]]]:
+    """(resource name, path of the member's template file, the member's properties) for ResourceGroup and
+    AutoScalingGroup resources whose member is a template file: Heat makes each member a nested stack of it."""
+    for name, body in resources(data, *GROUP_MEMBERS):
+        member = props(body).get(GROUP_MEMBERS[str(body.get("type"))])
+        if not isinstance(member, dict):
+            continue
+        rtype, properties = member.get("type"), member.get("properties")
+        if isinstance(rtype, str) and rtype.endswith((".yaml", ".yml", ".template")) and "://" not in rtype:
+            yield name, os.path.normpath(os.path.join(base, rtype)), properties if isinstance(properties, dict) else {}
+
+
+def reached_templates(data: Any, base: str) -> Iterator[tuple[str, str, dict[str, Any]]]:
+    """Every template a stack of this one makes a nested stack of: template resources and group members."""
+    yield from nested_templates(data, base)
+    yield from group_templates(data, base)
+
+
 def child_parameters(data: Any, properties: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
     """What a parent passes to a nested template: resolved values, and get_resource references kept as
     they are so the child can follow them back into the parent."""

@@ -15,6 +15,7 @@ from __future__ import annotations
 import itertools
 import time
 from collections.abc import Callable
+from dataclasses import replace
 
 from nfvcat import catalog
 from nfvcat.core import documents
@@ -24,6 +25,7 @@ from nfvcat.validation.emitted import ENGINE_FAILURE
 from nfvcat.validation.engines.jobs import EngineJob
 from nfvcat.validation.executor import Executor, OneShotExecutor
 from nfvcat.validation.model import Options, Report
+from nfvcat.validation.rules.base import Context
 from nfvcat.validation.stages import jobs as job_stage
 from nfvcat.validation.stages import rules as rule_stage
 from nfvcat.validation.stages.context import Examples, context
@@ -51,19 +53,25 @@ def validate_paths(paths: list[str], options: Options | None = None, executor: E
     checked: list[Document] = []  # the targets not skipped: the call's files
     ruled: list[Document] = []  # the documents that reached the rules
     seen: set[str] = set()
+    reached: set[str] = set()  # templates the targets nest: checked on their own, without -P and -e
+    own = (replace(ctx, parameters={}), replace(options, environments=[], parameters={}))
+
+    def of(doc: Document) -> tuple[Context, Options]:
+        return own if doc.abspath in reached else (ctx, options)
+
     hits = 0
     engines = Engines(executor)
     try:
-        for doc in itertools.chain(walk(wanted, library, checked), envs):  # the targets, then -e environments
+        for doc in itertools.chain(walk(wanted, library, checked, reached), envs):  # targets, nested, -e
             if doc.abspath in seen:
                 continue
             seen.add(doc.abspath)
-            prepared = job_stage.prepare(doc, ctx, library, examples, options, wanted.explicit)
+            prepared = job_stage.prepare(doc, of(doc)[0], library, examples, of(doc)[1], wanted.explicit)
             found.extend((doc, raw) for raw in prepared.raw)
             if not prepared.go_on:
                 continue
             ruled.append(doc)
-            first = rule_stage.check(doc, ctx, rules.blocking, library, examples, options)
+            first = rule_stage.check(doc, of(doc)[0], rules.blocking, library, examples, of(doc)[1])
             found.extend(first)
             if rule_stage.blocked(first, rules.blocking):
                 continue  # its jobs are not run
@@ -74,8 +82,8 @@ def validate_paths(paths: list[str], options: Options | None = None, executor: E
         timings["read"] = time.monotonic() - t0
         t1 = time.monotonic()
         for doc in ruled:
-            found.extend(rule_stage.check(doc, ctx, rules.other, library, examples, options))
-            found.extend(rule_stage.check_nested(doc, ctx, rules.nesting, library, examples, options))
+            found.extend(rule_stage.check(doc, of(doc)[0], rules.other, library, examples, of(doc)[1]))
+            found.extend(rule_stage.check_nested(doc, of(doc)[0], rules.nesting, library, examples, of(doc)[1]))
         timings["rules"] = time.monotonic() - t1
         engines.finish()
     finally:

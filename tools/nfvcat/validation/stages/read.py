@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from nfvcat import catalog
-from nfvcat.core import documents
+from nfvcat.core import documents, hot
 from nfvcat.core.documents import Document
 from nfvcat.core.errors import UserError
 from nfvcat.validation import discovery
@@ -60,9 +60,11 @@ def targets(paths: list[str], options: Options, root: Path | None) -> Targets:
     return Targets(list(dict.fromkeys(found.paths)), found.explicit, found.excluded)
 
 
-def walk(t: Targets, library: Library, checked: list[Document]) -> Iterator[Document]:
+def walk(t: Targets, library: Library, checked: list[Document], reached: set[str]) -> Iterator[Document]:
     """The targets' documents, each read when it is its turn; ``checked`` gets those not skipped (counted as
-    the call's files), ``t.skipped`` the others."""
+    the call's files), ``t.skipped`` the others. Then the templates they nest (a template resource, a group's
+    member) that are no target: ``reached`` gets their paths (they are checked as a target would be, without
+    the call's -P and -e, which are their parent's)."""
     for path in t.paths:
         doc = library.doc(path)
         if discovery.skipped(doc, t.explicit):
@@ -70,3 +72,23 @@ def walk(t: Targets, library: Library, checked: list[Document]) -> Iterator[Docu
             continue
         checked.append(doc)
         yield doc
+    seen = {os.path.abspath(p) for p in t.paths}
+    queue = [p for doc in list(checked) for p in _nests(doc)]
+    while queue:
+        path = os.path.abspath(queue.pop(0))
+        if path in seen:
+            continue
+        seen.add(path)
+        doc = library.doc(path)
+        if doc.kind == "hot" and not doc.problems:  # one that does not read is E1002's (Heat's bundling)
+            reached.add(doc.abspath)
+            checked.append(doc)
+            yield doc
+            queue.extend(_nests(doc))
+
+
+def _nests(doc: Document) -> list[str]:
+    if doc.kind != "hot" or doc.problems:
+        return []
+    return [path for _, path, _ in hot.reached_templates(doc.data, os.path.dirname(doc.abspath))
+            if os.path.isfile(path)]

@@ -84,7 +84,7 @@ def nested(parent: Document, ctx: Context, rules: list[Rule], library: Library, 
     if len(via) >= MAX_NESTING:
         return []
     found: Found = []
-    for name, path, properties in hot.nested_templates(parent.data, os.path.dirname(parent.abspath)):
+    for name, path, properties in hot.reached_templates(parent.data, os.path.dirname(parent.abspath)):
         child = library.doc(path)
         if child.kind != "hot" or child.problems:
             continue  # Heat's bundling (E1002) reports a nested template that cannot be read
