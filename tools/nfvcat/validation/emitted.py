@@ -122,6 +122,18 @@ TACKER_CSAR = Declared(
     "a generic TOSCA CSAR gets tosca-parser's verdict (E4001, E4002) alone.",
     "https://docs.openstack.org/tacker/latest/user/vnf-package.html")
 
+TACKER_LCM = Declared(
+    "E4007", "tacker",
+    "Tacker's instantiate or scale fails on the VNFD",
+    "tosca-parser accepts a VNFD whose policies Tacker's LCM cannot follow. Each deployment flavour is "
+    "instantiated at each of its instantiation levels and scaled along each of its aspects through the "
+    "methods of tacker's vnfd_utils.Vnfd its instantiate and scale code calls: a VDU with no number of "
+    "instances for a level, a default_level that is no level, a level's scale_info naming an aspect no "
+    "ScalingAspects defines or a scale level above its max_scale_level, a step delta no "
+    "VduScalingAspectDeltas defines (DeltaMissingInVnfd, raised only when the VNF is scaled) and deltas for "
+    "an aspect that does not exist are reported at their keys.",
+    "https://docs.openstack.org/tacker/latest/user/etsi_vnf_scaling.html")
+
 INVENTED_VALUE = Declared(
     "W1005", "heat",
     "Heat rejects a value nfvcat invented for a parameter that has none",

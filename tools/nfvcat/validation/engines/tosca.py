@@ -30,7 +30,8 @@ from typing import Any
 import yaml
 
 from nfvcat.core.documents import Document, display_path
-from nfvcat.validation.emitted import CSAR_STRUCTURE, ENGINE_FAILURE, TACKER_CSAR, TOSCA_PARSER
+from nfvcat.validation.emitted import CSAR_STRUCTURE, ENGINE_FAILURE, TACKER_CSAR, TACKER_LCM, TOSCA_PARSER
+from nfvcat.validation.engines import tacker_lcm
 from nfvcat.validation.engines.jobs import EngineJob, JobContext
 from nfvcat.validation.engines.tosca_locate import QUOTED, locate
 from nfvcat.validation.engines.worker import Job, Result, finding, serve
@@ -260,6 +261,9 @@ def _check_yaml(job: Job, findings: list[dict[str, Any]], deps: dict[str, None])
         where, key_path = locate(message, docs or [(path, None)])
         findings.append(finding(TOSCA_PARSER.id, key_path, message, ENGINE,
                                 file=None if where == path else where))
+    if not errors and job.get("kind") == "vnfd":
+        for where, key_path, message in tacker_lcm.check(docs):
+            findings.append(finding(TACKER_LCM.id, key_path, message, TACKER, file=None if where == path else where))
 
 
 def _zip_docs(path: str, main: str) -> dict[str, str]:
@@ -385,12 +389,15 @@ def _check_csar(job: Job, findings: list[dict[str, Any]], deps: dict[str, None])
                                          ENGINE, display, member, key_path, texts.get(member)))
         if errors or not vnf:
             return
-        for message in _tacker_load(path, workdir):
+        refused = _tacker_load(path, workdir)
+        for message in refused:
             manifest, _text, _path, line = _manifest_line(path, message)
             item = _zip_finding(TACKER_CSAR.id, _strip_tmp(message, workdir, display, src), TACKER, display,
                                 manifest or main, [], None)
             item["line"] = line
             findings.append(item)
+        for member, key_path, message in tacker_lcm.check(docs) if not refused else []:
+            findings.append(_zip_finding(TACKER_LCM.id, message, TACKER, display, member, key_path, texts.get(member)))
     finally:
         tempfile.tempdir = old_tempdir
         shutil.rmtree(workdir, ignore_errors=True)
