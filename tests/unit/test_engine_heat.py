@@ -152,7 +152,7 @@ resources:
 """)
     [result] = run_worker([{"file": str(tmp_path / "p.yaml")}])
     [f] = result["findings"]
-    assert f["id"] == "W1005" and "nfvcat invented for both=" in f["message"], f
+    assert f["id"] == "W1005" and "nfvcat invented for a parameter without one (both=" in f["message"], f
 
 
 def test_environment_files_are_checked_by_heat(tmp_path: Path) -> None:

@@ -138,11 +138,13 @@ INVENTED_VALUE = Declared(
     "W1005", "heat",
     "Heat rejects a value nfvcat invented for a parameter that has none",
     "To validate strictly, nfvcat gives each parameter without a value or default a value "
-    "that satisfies everything it declares and every property it feeds. When no such value "
-    "exists (two allowed patterns that exclude each other, a parameter given both to an "
-    "integer and to a CIDR property), Heat's finding depends on a value the user never wrote: "
-    "it is a warning, naming the invented value. Give the parameter a value (-P, -e) to "
-    "validate it.",
+    "that satisfies everything it declares and every property it feeds. A Heat error that may come from "
+    "such a value is decided by evidence: the stack is validated again with other invented values, and an "
+    "error that stays the same (the values aside) is Heat's error whatever the value (E1001). It is a "
+    "warning, naming the values tried, when it changes or goes with the value, when no other value could "
+    "be tried, or when no value nfvcat can make satisfies the parameter (two allowed patterns that exclude "
+    "each other, a parameter given both to an integer and to a CIDR property): a user's value may. Give "
+    "the parameter a value (-P, -e) to validate it.",
     "https://docs.openstack.org/heat/latest/template_guide/hot_spec.html#parameter-constraints")
 
 UNKNOWN_NAMESPACE = Declared(

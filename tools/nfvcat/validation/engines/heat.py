@@ -5,17 +5,20 @@ stacks included (heat_nested), which checks value types, allowed values and refe
 resource raises is a finding, unless it comes from a cloud client (heat_cloud_errors: the resource is then
 checked template-only and reported as not validated offline, E0009). Parameters without a value get an
 invented value that satisfies their constraints and the properties they feed (heat_values); findings are
-located on the offending key (heat_findings, heat_paths).
+located on the offending key (heat_findings, heat_paths). A finding that may depend on an invented value is
+decided by evidence: the stack is validated again with other invented values, and only a finding that changes
+or goes is W1005 (heat_findings.settle).
 """
 
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from typing import Any
 
 from nfvcat.core.documents import Document
 from nfvcat.core.problems import INVALID_YAML
-from nfvcat.validation.emitted import HEAT_VALIDATION
+from nfvcat.validation.emitted import HEAT_VALIDATION, INVENTED_VALUE
 from nfvcat.validation.engines import heat_findings, heat_state, heat_values
 from nfvcat.validation.engines.heat_handover import handover
 from nfvcat.validation.engines.heat_offline import setup, tacker_base_hot
@@ -38,8 +41,6 @@ def jobs(doc: Document, ctx: JobContext) -> list[EngineJob]:
 
 
 def check(job: Job) -> Result:
-    from heat.common import exception, template_format
-    from heat.engine import environment, stack, template
     from heatclient.common import template_utils
 
     path = job["file"]
@@ -71,18 +72,48 @@ def check(job: Job) -> Result:
     params = dict(env.get("parameters") or {})
     params.update(job.get("parameters") or {})
     env["parameters"] = params
-    findings: list[dict[str, Any]] = []
     if job.get("mode") == "heat-api":
         return {"findings": heat_findings.heat_api_verdict(tpl, files, env), "deps": deps}
+    first = _round(tpl, files, env, params, {})
+    if any(f["id"] == INVENTED_VALUE.id for f in first.findings):
+        # A would-be W1005: validated again with other invented values; only what changes or goes is W1005.
+        second = _round(tpl, files, env, params, first.by_stack)
+        return {"findings": heat_findings.settle(first.findings, second.findings, second.by_template), "deps": deps}
+    return {"findings": heat_findings.settle(first.findings, [], {}), "deps": deps}
+
+
+@dataclass
+class Round:
+    findings: list[dict[str, Any]]  # located and marked (heat_findings.finish)
+    by_stack: dict[str, dict[str, Any]]  # the values invented, per stack (the top level's and nested ones)
+    by_template: dict[str, dict[str, Any]]  # the same, per template: '' the top level, a nested one's URL
+
+
+def _round(tpl: Any, files: dict[str, Any], env: dict[str, Any], given: dict[str, Any],
+           avoid: dict[str, dict[str, Any]]) -> Round:
+    """Heat's strict validation of the stack, each parameter without a value given an invented one (with
+    ``avoid``, the values of an earlier round per stack: other ones)."""
+    from heat.common import exception, template_format
+    from heat.engine import environment, stack, template
+
+    params = dict(given)
+    env = {**env, "parameters": params}
+    findings: list[dict[str, Any]] = []
     invented: dict[str, Any] = {}
     STATE["nested_invented"] = {}
     STATE["invented_by_stack"] = {"nfvcat-validate": invented}
+    STATE["avoid"] = avoid
+    STATE["unfit"] = set()  # (template: '' or a nested one's URL, parameter) whose value fits not all it feeds
+    top = avoid.get("nfvcat-validate", {})
     try:
         tmpl = template.Template(tpl, files=files, env=environment.Environment(env))
         for name, schema in tmpl.param_schemata().items():
             if name not in params and schema.default is None and name not in (env.get("parameter_defaults") or {}):
-                invented[name] = params[name] = heat_values.invent(
-                    name, schema, tpl, tmpl.env.get_class, STATE["ctx"])
+                value, fits = heat_values.invent_judged(
+                    name, schema, tpl, tmpl.env.get_class, STATE["ctx"], top.get(name, heat_values.NOTHING))
+                invented[name] = params[name] = value
+                if not fits:
+                    STATE["unfit"].add(("", name))
         tmpl = template.Template(tpl, files=files, env=environment.Environment(env))
         stk = stack.Stack(STATE["ctx"], "nfvcat-validate", tmpl, strict_validate=True)
         heat_findings.validate(stk, findings)
@@ -96,8 +127,12 @@ def check(job: Job) -> Result:
         if os.environ.get("NFVCAT_DEBUG"):
             raise
         findings.append(finding(HEAT_VALIDATION.id, [], f"{type(exc).__name__}: {exc}", ENGINE))
-    given = frozenset(params) - set(invented)
-    return {"findings": [heat_findings.finish(f, tpl, files, invented, given) for f in findings], "deps": deps}
+    finally:
+        STATE["avoid"] = {}
+    known = frozenset(params) - set(invented)
+    return Round([heat_findings.finish(f, tpl, files, invented, known) for f in findings],
+                 {name: dict(values) for name, values in STATE["invented_by_stack"].items()},
+                 {"": dict(invented), **{url: dict(v) for url, v in STATE["nested_invented"].items()}})
 
 
 def main() -> None:

@@ -42,12 +42,12 @@ def finish(found: dict[str, Any], tpl: Any, files: dict[str, Any], invented: dic
     from a value nfvcat invented is W1005, and says so."""
     if found["id"] not in (HEAT_VALIDATION.id, ENGINE_FAILURE.id):
         return found
-    data, values = tpl, invented
+    data, values, scope = tpl, invented, ""
     if found.get("file"):  # in a nested template: what was invented for its parameters
         from heat.common import template_format
 
         url = next((u for u in files if heat_state.path_of(u) == found["file"]), None)
-        values = STATE["nested_invented"].get(url or "", {})
+        values, scope = STATE["nested_invented"].get(url or "", {}), url or ""
         try:
             data = template_format.parse(files[url]) if url else {}
         except Exception:
@@ -60,8 +60,71 @@ def finish(found: dict[str, Any], tpl: Any, files: dict[str, Any], invented: dic
     if not names:
         return found
     shown = ", ".join(f"{n}={_short(repr(values[n]))}" for n in names)
-    return {**found, "id": INVENTED_VALUE.id, "message": f"{found['message']} (with the value nfvcat invented for "
-            f"{shown}, which has none: give one with -P/-e to validate this)"}
+    return {**found, "id": INVENTED_VALUE.id, "heat_message": found["message"],
+            "tried": {n: values[n] for n in names}, "scope": scope, "all_invented": _all_invented(),
+            "fit": all((scope, n) not in STATE.get("unfit", ()) for n in names),
+            "message": f"{found['message']} (with the value nfvcat invented for {shown}, which has none: give "
+                       "one with -P/-e to validate this)"}
+
+
+def _all_invented() -> list[Any]:
+    """Every value this round invented, the top level's and nested stacks'."""
+    return [v for values in STATE["invented_by_stack"].values() for v in values.values()]
+
+
+_QUOTED = re.compile(r"'([^']*)'|\"([^\"]*)\"")
+
+
+def _masked(message: str, values: list[Any]) -> str:
+    """A message with each quoted text that is (part of) an invented value masked: what Heat says about the
+    value, whatever the value (a string parameter indexed into an IP address fails on any character)."""
+    texts = [str(v) for v in values]
+
+    def mask(match: re.Match[str]) -> str:
+        quoted = match.group(1) if match.group(1) is not None else match.group(2)
+        return "'<invented>'" if quoted and any(quoted in t for t in texts) else match.group(0)
+
+    return _QUOTED.sub(mask, message)
+
+
+def _key(f: dict[str, Any]) -> tuple[Any, ...]:
+    message = f.get("heat_message", f["message"])
+    return f.get("file"), tuple(map(str, f["path"])), _masked(message, f.get("all_invented", []))
+
+
+def settle(first: list[dict[str, Any]], second: list[dict[str, Any]],
+           values: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """W1005 by evidence: a first round's finding that may depend on an invented value is an error (E1001,
+    Heat's message) when a second round, with other values (``values``: what it invented, by template: ''
+    for the top level, a nested template's URL), finds the same, the values masked; W1005 naming the values
+    tried when it changes or goes, when no other value could be tried, or when no value nfvcat can make
+    satisfies the parameter's constraints and every property it feeds (a user's may: no evidence)."""
+    again = {_key(f) for f in second}
+    out = []
+    for f in first:
+        tried = f.get("tried")
+        if f["id"] != INVENTED_VALUE.id or not isinstance(tried, dict):
+            out.append(f)
+            continue
+        later = values.get(f.get("scope", ""), {})
+        other = {n: later[n] for n in tried if n in later and later[n] != tried[n]}
+        if other and f.get("fit") and _key(f) in again:  # fit values, and another gives the same: no value will do
+            out.append({**f, "id": HEAT_VALIDATION.id, "message": f["heat_message"]})
+            continue
+        shown = ", ".join(f"{n}={_short(repr(v))}" + (f", then {_short(repr(other[n]))}" if n in other else "")
+                          for n, v in tried.items())
+        if f.get("fit") is False:
+            why = (f"about the value nfvcat invented for a parameter without one ({shown}): no value it can make "
+                   "satisfies the parameter's constraints and everything it feeds")
+        elif other:
+            why = f"Heat's verdict changes with the value nfvcat invents for a parameter without one: tried {shown}"
+        else:
+            why = f"about the only value nfvcat could invent for a parameter without one ({shown})"
+        out.append({**f, "message": f"{f['heat_message']} ({why}; give it a value with -P/-e to validate this)"})
+    return [{k: v for k, v in f.items() if k not in _WORKING} for f in out]
+
+
+_WORKING = ("heat_message", "tried", "scope", "all_invented", "fit")  # what settle reads, not sent
 
 
 def _short(text: str, limit: int = 60) -> str:

@@ -48,10 +48,15 @@ def validate_nested_strictly(self: Any) -> None:
                 child_tpl, files=self.stack.t.files)
             schemata = child.param_schemata()
             invented = STATE["invented_by_stack"].setdefault(nested_name, {})
+            avoid = STATE.get("avoid", {}).get(nested_name, {})  # a second round tries other values
             for name in unknown & set(schemata):
-                invented[name] = params[name] = heat_values.invent(
-                    name, schemata[name], child.t, self.stack.env.get_class, self.context)
+                value, fits = heat_values.invent_judged(
+                    name, schemata[name], child.t, self.stack.env.get_class, self.context,
+                    avoid.get(name, heat_values.NOTHING))
+                invented[name] = params[name] = value
                 STATE["nested_invented"].setdefault(str(self.template_url), {})[name] = params[name]
+                if not fits:
+                    STATE["unfit"].add((str(self.template_url), name))
         nested = self._parse_nested_stack(nested_name, child_tpl, params)
         # A group builds its members' template from its own resolved properties: values from resources
         # not created yet are '' there and invented values are no user's, so such members are checked as

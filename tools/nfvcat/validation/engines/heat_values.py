@@ -96,19 +96,31 @@ def json_paths(tpl: Any, name: str) -> list[list[Any]]:
     return found
 
 
-def invent(name: str, schema: Any, tpl: Any, get_class: Any, context: Any) -> Any:
+NOTHING = object()  # no value to avoid
+
+
+def invent(name: str, schema: Any, tpl: Any, get_class: Any, context: Any, avoid: Any = NOTHING) -> Any:
     """The first candidate Heat accepts for the parameter and for every property it feeds (for a json
-    parameter: a value holding every path the template reads, each leaf fit for the property it feeds)."""
+    parameter: a value holding every path the template reads, each leaf fit for the property it feeds).
+    With ``avoid`` (the value a first validation invented), another one: the first other candidate Heat
+    accepts, else the first other candidate, so that a second validation tries a different value."""
+    return invent_judged(name, schema, tpl, get_class, context, avoid)[0]
+
+
+def invent_judged(name: str, schema: Any, tpl: Any, get_class: Any, context: Any,
+                  avoid: Any = NOTHING) -> tuple[Any, bool]:
+    """``invent``, and whether the value satisfies the parameter's constraints and every property it feeds
+    (False: none of the candidates does, or a json value whose leaves are not judged together)."""
     if schema.type in ("Json", "json"):
         leaves = {tuple(p): _leaf(property_uses(tpl, name, get_class, tuple(p)), context)
                   for p in json_paths(tpl, name)}
-        return _json_tree(leaves)
+        return _json_tree(leaves), False
     uses = property_uses(tpl, name, get_class)
-    candidates = list(dict.fromkeys(_candidates(schema, uses)))
+    candidates = [c for c in dict.fromkeys(_candidates(schema, uses)) if avoid is NOTHING or c != avoid]
     for value in candidates:
         if _accepted(name, schema, uses, value, context):
-            return value
-    return candidates[0] if candidates else "placeholder"
+            return value, True
+    return (candidates[0] if candidates else "placeholder"), False
 
 
 def _leaf(uses: list[Any], context: Any) -> Any:
