@@ -54,6 +54,11 @@ def finish(found: dict[str, Any], tpl: Any, files: dict[str, Any], invented: dic
             data = {}
     found = {**found, "path": heat_paths.refine(data, found["path"], found["message"],
                                                 given if data is tpl else frozenset())}
+    involved = heat_paths.conflict(data, found["path"], found["message"])
+    if involved:  # a conflict between properties: at the last of them, naming each
+        props = heat_paths.at(data, [*found["path"][:2], "properties"])
+        found = {**found, "path": [*found["path"][:2], "properties", involved[-1]],
+                 "message": f"{found['message']} [{', '.join(f'{k}: {_short(repr(props[k]))}' for k in involved)}]"}
     if found["id"] != HEAT_VALIDATION.id:
         return found
     names = heat_values.depends_on(data, found["path"], found["message"], values)

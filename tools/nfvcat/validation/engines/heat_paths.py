@@ -234,3 +234,17 @@ def missing_file(tpl: Any, template_dir: str, missing: str) -> list[Any]:
         return isinstance(value, str) and os.path.normpath(os.path.join(template_dir, value)) == missing
 
     return _walk(tpl, names_it) or []
+
+
+def conflict(tpl: Any, path: list[Any], message: str) -> list[str]:
+    """The properties of the resource at ``path`` that Heat's message names, in the template's order, when it
+    names two or more (a conflict between them: ``MinSize can not be greater than MaxSize``); a name matches
+    a property written in another case or without its underscores."""
+    if len(path) < 2 or path[0] != "resources" or len(path) > 3 or (len(path) == 3 and path[2] != "properties"):
+        return []
+    props = at(tpl, [*path[:2], "properties"])
+    if not isinstance(props, dict):
+        return []
+    words = {w.lower() for w in re.findall(r"[A-Za-z][\w:]*", message)}
+    involved = [k for k in props if isinstance(k, str) and (k.lower() in words or k.replace("_", "").lower() in words)]
+    return involved if len(involved) > 1 else []
