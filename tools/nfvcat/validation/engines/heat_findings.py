@@ -114,7 +114,10 @@ def settle(first: list[dict[str, Any]], second: list[dict[str, Any]],
         later = values.get(f.get("scope", ""), {})
         other = {n: later[n] for n in tried if n in later and later[n] != tried[n]}
         if other and f.get("fit") and _key(f) in again:  # fit values, and another gives the same: no value will do
-            out.append({**f, "id": HEAT_VALIDATION.id, "message": f["heat_message"]})
+            fed = ", ".join(f"{n} (invented {_short(repr(v))}, then {_short(repr(other[n]))})" for n, v in tried.items()
+                            if n in other)
+            out.append({**f, "id": HEAT_VALIDATION.id, "message": f"{f['heat_message']} [whatever the value of "
+                        f"parameter {fed}]"})
             continue
         shown = ", ".join(f"{n}={_short(repr(v))}" + (f", then {_short(repr(other[n]))}" if n in other else "")
                           for n, v in tried.items())
