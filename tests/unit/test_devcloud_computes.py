@@ -19,8 +19,10 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_default_inventory_hosts_and_switches() -> None:
     inv = inventory.load(str(ROOT / "tools/nfvcat/lab/devcloud/inventory.yaml"))
     hosts = computes.site_layout(inv)
-    assert [(c.name, c.vswitch, c.main_switch) for c in hosts] == [
-        ("devcloud-smt", "ovs-dpdk", True), ("devcloud-nosmt", "ovs", False)]
+    assert [(c.name, c.vswitch, c.main_switch, c.real) for c in hosts] == [
+        ("devcloud-smt", "ovs-dpdk", True, False), ("devcloud-nosmt", "ovs", False, False),
+        ("devcloud-real", "ovs", False, True)]
+    assert hosts[2].spec.cells == [] and hosts[2].tunnel_ip == "169.254.202.1" != hosts[0].tunnel_ip
     assert hosts[0].bridges() == {"physnet_dpdk": "br-dpdk", "physnet_mgmt": "br-mgmt"}
     assert hosts[1].bridges() == {"physnet_mgmt": "br-mgmt1"} and hosts[1].integration_bridge == "br-int1"
     smt = [len(s) for c in hosts[0].spec.cells for s in c.siblings]
@@ -81,7 +83,9 @@ def test_networking_sfc_configuration(tmp_path: Path, monkeypatch: pytest.Monkey
     inv = inventory.load(str(ROOT / "tools/nfvcat/lab/devcloud/inventory.yaml"))
     for c in computes.site_layout(inv):
         agent = _ini(computes.agent_confs(state, c)["ovs"])
-        assert (agent["agent"].get("extensions") == "sfc" and agent["agent"]["tunnel_types"] == "vxlan") is enabled
+        extensions = (agent["agent"].get("extensions") or "").split(",")
+        assert ("sfc" in extensions and agent["agent"]["tunnel_types"] == "vxlan") is enabled
+        assert ("qos" in extensions) is c.real
         assert agent["ovs"]["tunnel_bridge"] == f"br-tun{c.suffix}"
         sriov = _ini(computes.agent_confs(state, c)["sriov"])
         assert "extensions" not in sriov["agent"]

@@ -98,6 +98,7 @@ class HostSpec:
     traits: list[str] = field(default_factory=list)
     used_vcpus: int = 0
     used_memory_mb: int = 0
+    hypervisor: str = "simulated"  # simulated | libvirt (nfvcat devcloud: the machine itself, no cells given)
 
 
 DEFAULT_FILTERS = ["ComputeFilter", "ComputeCapabilitiesFilter", "ImagePropertiesFilter",
@@ -243,7 +244,7 @@ def _host(raw: dict[str, Any], defaults: dict[str, Any], index: int, position: i
     merged = {k: raw.get(k, defaults.get(k)) for k in SETTINGS}
     name = raw["name"].format(index=index) if "{index" in raw["name"] else (
         f"{raw['name']}-{index}" if index else raw["name"])
-    cells = [_cell(c) for c in raw["numa_cells"]]
+    cells = [_cell(c) for c in raw.get("numa_cells") or []]
     ids = [c.id for c in cells]
     if len(set(ids)) != len(ids):
         raise ValueError("duplicate NUMA cell id")
@@ -254,7 +255,7 @@ def _host(raw: dict[str, Any], defaults: dict[str, Any], index: int, position: i
     used = raw.get("used") or {}
     host = HostSpec(name=name, index=position, role=merged["role"] or "compute", cells=cells, devices=devices,
                     device_spec=raw.get("device_spec"), used_vcpus=int(used.get("vcpus", 0)),
-                    used_memory_mb=int(used.get("memory_mb", 0)))
+                    used_memory_mb=int(used.get("memory_mb", 0)), hypervisor=raw.get("hypervisor", "simulated"))
     for key in SETTINGS[1:]:
         if merged[key] is not None:
             setattr(host, key, merged[key])

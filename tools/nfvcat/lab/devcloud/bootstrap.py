@@ -233,12 +233,18 @@ def wait_computes(state: State, computes: list[Compute], say: Callable[[str], No
             for s in conn.compute.services():
                 if s.binary == "nova-compute" and s.state == "up" and s.host in names:
                     waiting[(s.host, "nova-compute")] = True
-            for h in conn.compute.hypervisors():
-                if h.name in names:
-                    waiting[(h.name, "hypervisor")] = True
+            # a node by its service's host: a simulated node is named after its host, a libvirt one after the
+            # machine (its resource provider too: found by the node's id)
+            nodes = {}
+            for h in conn.compute.hypervisors(details=True):
+                host = (h.service_details or {}).get("host") or h.name
+                if host in names:
+                    waiting[(host, "hypervisor")] = True
+                    nodes[h.id] = host
             for rp in conn.placement.resource_providers():
-                if rp.name in names and waiting[(rp.name, "hypervisor")] and not waiting[(rp.name, "PCPU inventory")]:
-                    waiting[(rp.name, "PCPU inventory")] = any(
+                host = nodes.get(rp.id)
+                if host and not waiting[(host, "PCPU inventory")]:
+                    waiting[(host, "PCPU inventory")] = any(
                         i.resource_class == "PCPU" for i in conn.placement.resource_provider_inventories(rp))
             for agent in conn.network.agents():
                 if (agent.host, agent.agent_type) in waiting and agent.is_alive:

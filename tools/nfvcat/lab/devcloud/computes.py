@@ -18,7 +18,7 @@ from pathlib import Path
 
 from nfvcat.catalog import inventory
 from nfvcat.core.errors import UserError
-from nfvcat.lab.devcloud import configs
+from nfvcat.lab.devcloud import accel, configs, realhost
 from nfvcat.lab.devcloud.state import HOST, State
 from nfvcat.plan import hoststate
 
@@ -35,6 +35,17 @@ class Compute:
     @property
     def name(self) -> str:
         return self.spec.name
+
+    @property
+    def real(self) -> bool:
+        """This machine under Nova's libvirt driver (nfvcat.lab.devcloud.realhost), not a simulated hypervisor."""
+        return realhost.is_real(self.spec)
+
+    @property
+    def tunnel_ip(self) -> str:
+        """The host's tunnel endpoint and OpenFlow listen address: the root side of a real host's link, the
+        loopback for a simulated one."""
+        return realhost.addresses(self.position)[0] if self.real else HOST
 
     @property
     def suffix(self) -> str:
@@ -95,7 +106,7 @@ def nova_conf(state: State, c: Compute) -> Path:
     device_spec = [json.dumps(s, sort_keys=True) for s in map(hoststate.derived_device_spec, c.spec.devices) if s]
     inst = state.lib / "nova" / "instances"
     c.state_path(state).mkdir(parents=True, exist_ok=True)
-    return configs.write_multi(state.etc / "nova" / f"compute-{c.name}.conf", {
+    ini: configs.Ini = {
         "DEFAULT": {"host": c.name, "state_path": str(c.state_path(state)), "instances_path": str(inst),
                     "log_file": str(state.log / f"{c.service('nova-compute')}.log"),
                     "reserved_host_memory_mb": c.spec.reserved_host_memory_mb,
@@ -104,7 +115,16 @@ def nova_conf(state: State, c: Compute) -> Path:
         "compute": {"cpu_shared_set": ",".join(map(str, shared)), "cpu_dedicated_set": ",".join(map(str, dedicated))},
         "pci": {"device_spec": device_spec, "report_in_placement": True},
         "os_vif_ovs": {"ovsdb_connection": f"unix:{c.ovs_run(state) / 'db.sock'}"},
-    })
+    }
+    if c.real:
+        shared, dedicated = realhost.cpu_sets()
+        total = int(Path("/proc/sys/vm/nr_hugepages").read_text().strip())
+        extra = realhost.nova_sections(state, c.name, accel.virt_type()[0], shared, dedicated,
+                                       max(0, total - realhost.GUEST_PAGES))
+        for section, values in extra.items():
+            ini[section] = {**ini.get(section, {}), **values}
+        Path(ini["DEFAULT"]["instances_path"]).mkdir(parents=True, exist_ok=True)
+    return configs.write_multi(state.etc / "nova" / f"compute-{c.name}.conf", ini)
 
 
 def agent_confs(state: State, c: Compute) -> dict[str, Path]:
@@ -119,17 +139,21 @@ def agent_confs(state: State, c: Compute) -> dict[str, Path]:
     privsep = {f"privsep{suffix}": {"helper_command": helper} for suffix in
                ("", "_ovs_vsctl", "_link", "_dhcp_release", "_namespace", "_conntrack")}
     (state.run / "vhu" / c.name).mkdir(parents=True, exist_ok=True)
+    extensions = [*(["qos"] if c.real else []), *(["sfc"] if configs.sfc_enabled() else [])]
     ovs = configs.write(d / f"openvswitch_agent-{c.name}.ini", {
         **agent_ini,
+        # a real host enforces security groups and anti-spoofing (the openvswitch firewall: conntrack flows on
+        # br-int) and applies QoS policies; a simulated host's ports have no guest behind them
+        "securitygroup": {"firewall_driver": "openvswitch" if c.real else "noop"},
         # VXLAN from the loopback address (every host has the same one: no tunnel carries traffic between
         # hosts): project networks (a VNF's internal virtual links, configs.neutron) need the tunnel type, and
         # networking-sfc's agent extension programs br-int and needs a tunnel bridge (it fails to start without)
         "agent": {**agent_ini["agent"], "tunnel_types": "vxlan",
-                  **({"extensions": "sfc"} if configs.sfc_enabled() else {})},
-        "ovs": {"local_ip": HOST, "tunnel_bridge": f"br-tun{c.suffix}",
+                  **({"extensions": ",".join(extensions)} if extensions else {})},
+        "ovs": {"local_ip": c.tunnel_ip, "tunnel_bridge": f"br-tun{c.suffix}",
                 "bridge_mappings": ",".join(f"{p}:{b}" for p, b in c.bridges().items()),
                 "datapath_type": "netdev", "vhostuser_socket_dir": str(state.run / "vhu" / c.name),
-                "ovsdb_connection": f"unix:{c.ovs_run(state) / 'db.sock'}", "of_listen_address": HOST,
+                "ovsdb_connection": f"unix:{c.ovs_run(state) / 'db.sock'}", "of_listen_address": c.tunnel_ip,
                 "of_listen_port": OF_PORT_BASE + c.position, "integration_bridge": c.integration_bridge},
         **privsep,
     })

@@ -45,16 +45,18 @@ def _mounted(path: Path) -> bool:
     return any(line.split()[1] == target for line in Path("/proc/mounts").read_text().splitlines())
 
 
-def reserve_hugepages(state: State) -> str | None:
-    """Reserve huge pages and mount hugetlbfs for OVS-DPDK. None if done, else why not (no DPDK then)."""
+def reserve_hugepages(state: State, guest_pages: int = 0) -> str | None:
+    """Reserve huge pages (OVS-DPDK's and ``guest_pages`` for the real host's guests) and mount hugetlbfs (for
+    OVS-DPDK and libvirt). None if done, else why not (no DPDK then)."""
     data = _load(state)
     mount = hugepage_dir(state)
     try:
         if "nr_hugepages_before" not in data:
             before = int(NR_HUGEPAGES.read_text().strip())
             data["nr_hugepages_before"] = before
+            data["guest_pages"] = guest_pages
             _save(state, data)
-            NR_HUGEPAGES.write_text(f"{before + DPDK_PAGES}\n")
+            NR_HUGEPAGES.write_text(f"{before + DPDK_PAGES + guest_pages}\n")
         if _free_pages() < DPDK_PAGES // 2:
             return f"only {_free_pages()} free 2 MiB huge pages after asking for {DPDK_PAGES}"
         mount.mkdir(parents=True, exist_ok=True)

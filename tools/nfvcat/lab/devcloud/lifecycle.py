@@ -13,9 +13,9 @@ from typing import Any, TextIO
 from nfvcat.catalog import inventory as inventory_mod
 from nfvcat.core.errors import EXIT_ENGINE, UserError
 from nfvcat.core.waiting import TimedOut, until
-from nfvcat.lab.devcloud import bootstrap, computes, configs, host, procs, services, shim, tacker
+from nfvcat.lab.devcloud import accel, bootstrap, computes, configs, host, procs, realhost, services, shim, tacker
 from nfvcat.lab.devcloud.services import Service
-from nfvcat.lab.devcloud.state import State
+from nfvcat.lab.devcloud.state import REGION, State
 
 DEFAULT_INVENTORY = Path(__file__).with_name("inventory.yaml")
 
@@ -80,7 +80,7 @@ def all_services(state: State, dpdk: bool, inv: Path) -> list[Service]:
     hosts = computes.site_layout(inventory_mod.load(str(inv)))
     return [*services.infra(state, dpdk), *[s for c in hosts for s in services.switch(state, c)],
             services.keystone(state), *apis_all(state),
-            *[s for c in hosts for s in services.compute(state, c, inv)]]
+            *[s for c in hosts for s in [*services.hypervisor(state, c), *services.compute(state, c, inv)]]]
 
 
 def inventory_of(state: State) -> Path:
@@ -118,7 +118,8 @@ def up(state: State, inv_path: Path | None, out: TextIO = sys.stderr, quiet: boo
     first = not state.marker("bootstrap").exists()
     shim.install()
 
-    why_no_dpdk = host.reserve_hugepages(state)
+    real = [c for c in hosts if c.real]
+    why_no_dpdk = host.reserve_hugepages(state, guest_pages=realhost.GUEST_PAGES * len(real))
     dpdk = why_no_dpdk is None
     progress.say("OVS-DPDK: huge pages reserved" if dpdk else f"OVS-DPDK off ({why_no_dpdk}): plain userspace OVS")
 
@@ -141,6 +142,13 @@ def up(state: State, inv_path: Path | None, out: TextIO = sys.stderr, quiet: boo
         return {"already_up": True, **vim, "dpdk": dpdk, "seconds": time.monotonic() - progress.t0,
                 "hosts": [c.name for c in hosts]}
 
+    virt = accel.virt_type() if real else ("", "")
+    for c in real:
+        realhost.ensure_netns(c.name, c.position)
+        realhost.Libvirt(state, c.name).write_config()
+        shared, dedicated = realhost.cpu_sets()
+        progress.say(f"{c.name}: this machine under libvirt, virt_type {virt[0]} ({virt[1]}); CPUs shared "
+                     f"{shared}, dedicated {dedicated}; namespace {realhost.netns(c.name)}")
     start_all(state, infra[:3], progress)
     bootstrap.databases(state)
     start_all(state, infra[3:] + [s for c in hosts for s in services.switch(state, c)], progress)
@@ -177,15 +185,40 @@ def up(state: State, inv_path: Path | None, out: TextIO = sys.stderr, quiet: boo
     per_host: dict[str, float] = {}
     for c in hosts:
         t = time.monotonic()
+        start_all(state, services.hypervisor(state, c), progress)
         start_all(state, services.compute(state, c, inv_file), progress)
         per_host[c.name] = time.monotonic() - t
     bootstrap.wait_computes(state, hosts, progress.say)
     bootstrap.aggregates(state, hosts)
     bootstrap.quotas(state)
     progress.say("host aggregates: " + "; ".join(f"{c.name} {c.spec.aggregate_metadata}" for c in hosts))
+    real_hosts = real_host_flavor(state, real, virt, progress)
     vim = register_vim(state, progress)
     return {"already_up": False, **vim, "dpdk": dpdk, "first_start": first, "seconds": time.monotonic() - progress.t0,
-            "hosts": [c.name for c in hosts], "inventory": str(inv_file)}
+            "hosts": [c.name for c in hosts], "inventory": str(inv_file), "real_hosts": real_hosts}
+
+
+def real_host_flavor(state: State, real: list[computes.Compute], virt: tuple[str, str],
+                     progress: Progress) -> list[dict[str, Any]]:
+    """The flavor and networks real hosts take (realhost: the catalog's flavors are too large for this machine,
+    its networks have DHCP) and what each real host is."""
+    if not real:
+        return []
+    import openstack
+
+    conn = openstack.connect(auth=bootstrap.admin_auth(state), region_name=REGION, identity_api_version="3")
+    realhost.ensure_flavor(conn)
+    realhost.ensure_networks(conn)
+    envs = {k: str(v) for k, v in realhost.environment_files().items()}
+    progress.say(f"flavor {realhost.FLAVOR}, networks {', '.join(realhost.NETWORKS)} for the real host(s); "
+                 "environment files: "
+                 f"{', '.join(envs.values())}")
+    shared, dedicated = realhost.cpu_sets()
+    return [{"name": c.name, "virt_type": virt[0], "why": virt[1], "cpu_shared_set": shared,
+             "cpu_dedicated_set": dedicated, "netns": realhost.netns(c.name), "flavor": realhost.FLAVOR,
+             "networks": list(realhost.NETWORKS),
+              "environments": envs} for c in real]
+
 
 
 def register_vim(state: State, progress: Progress) -> dict[str, Any]:
@@ -212,7 +245,7 @@ TIERS = (  # stopped one tier after the other, each tier in parallel (name@host:
      "tacker-server", "tacker-conductor",
      "nova-conductor", "nova-scheduler", "nova-api", "neutron-api", "neutron-rpc-server", "neutron-periodic-workers",
      "glance", "placement", "keystone"),
-    ("ovs-vswitchd", "ovs-vswitchd@", "rabbitmq", "mariadb"),
+    ("ovs-vswitchd", "ovs-vswitchd@", "libvirtd@", "rabbitmq", "mariadb"),
     ("ovsdb-server", "ovsdb-server@", "epmd"),
 )
 
@@ -228,6 +261,11 @@ def down(state: State, wipe: bool = False, out: TextIO = sys.stderr, quiet: bool
     progress = Progress(out, quiet)
     stopped: list[str] = []
     if state.root.exists():
+        layout = computes.site_layout(inventory_mod.load(str(inventory_of(state))))
+        for c in layout:
+            if c.real:
+                for dom in realhost.Libvirt(state, c.name).destroy_all():
+                    progress.say(f"{c.name}: libvirt domain {dom} destroyed")
         known = {s.name: s for s in all_services(state, False, inventory_of(state))}
         names = sorted(set(known) | {n for n in procs.running(state) if "@" in n})
         tiers: list[list[str]] = [[] for _ in TIERS]
@@ -245,6 +283,9 @@ def down(state: State, wipe: bool = False, out: TextIO = sys.stderr, quiet: bool
                 if results[name]:
                     stopped.append(name)
                     progress.say(f"{name:28} stopped")
+        for c in layout:
+            if c.real and realhost.remove_netns(c.name, c.position):
+                progress.say(f"{c.name}: namespace {realhost.netns(c.name)} removed")
         for line in host.restore(state):
             progress.say(line)
     if wipe:

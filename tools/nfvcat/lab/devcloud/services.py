@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from nfvcat.lab.devcloud import computes as computes_mod
+from nfvcat.lab.devcloud import realhost as realhost_mod
 from nfvcat.lab.devcloud.state import HOST, PORTS, State
 
 Check = Callable[[], bool]
@@ -177,6 +178,10 @@ def switch(state: State, c: computes_mod.Compute) -> list[Service]:
     vswitchd = "/usr/lib/openvswitch-switch/ovs-vswitchd"
     if not Path(vswitchd).exists():
         vswitchd = shutil.which("ovs-vswitchd") or "ovs-vswitchd"
+    # a real host's switch runs in its namespace on real netdevs (the guests' taps); a simulated host's on dummy
+    # netdevs: a second userspace datapath's tap devices (ovs-netdev, the bridges') would collide with the main
+    # switch's in the kernel
+    datapath = ([*realhost_mod.in_netns(c.name), vswitchd] if c.real else [vswitchd, "--enable-dummy=override"])
     return [
         Service(c.service("ovsdb-server"), [
             "ovsdb-server", str(c.ovs_db(state)), f"--remote=punix:{run / 'db.sock'}",
@@ -184,9 +189,7 @@ def switch(state: State, c: computes_mod.Compute) -> list[Service]:
             f"--unixctl={run / 'ovsdb-server.ctl'}", f"--log-file={state.log / c.service('ovsdb-server')}.log"],
             lambda: (run / "db.sock").exists(), env=env),
         Service(c.service("ovs-vswitchd"), [
-            # dummy netdevs: a second userspace datapath's tap devices (ovs-netdev, the bridges') would collide
-            # with the main switch's in the kernel
-            vswitchd, "--enable-dummy=override", f"unix:{run / 'db.sock'}", f"--pidfile={run / 'ovs-vswitchd.pid'}",
+            *datapath, f"unix:{run / 'db.sock'}", f"--pidfile={run / 'ovs-vswitchd.pid'}",
             f"--unixctl={run / 'ovs-vswitchd.ctl'}", f"--log-file={state.log / c.service('ovs-vswitchd')}.log"],
             command_ok(["ovs-appctl", "-t", str(run / "ovs-vswitchd.ctl"), "version"]), env=env),
     ]
@@ -211,3 +214,12 @@ def compute(state: State, c: computes_mod.Compute, inventory: Path) -> list[Serv
         proc("nova-compute", [state.etc / "nova/nova.conf", nova_conf],
              {"NFVCAT_DEVCLOUD_INVENTORY": str(inventory), "NFVCAT_DEVCLOUD_CONFIG_DRIVE": "1", **env}),
     ]
+
+
+def hypervisor(state: State, c: computes_mod.Compute) -> list[Service]:
+    """A real host's libvirtd (in its namespace; started before its nova-compute, which needs it at start)."""
+    if not c.real:
+        return []
+    lv = realhost_mod.Libvirt(state, c.name)
+    return [Service(c.service("libvirtd"), lv.argv(), command_ok(["virsh", "-c", lv.uri, "version"]),
+                    env=computes_mod.ovs_env(state, c), grace=10)]

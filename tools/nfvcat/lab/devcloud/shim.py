@@ -1,4 +1,4 @@
-"""Makes the simulated hypervisor loadable by Nova, which imports drivers only as ``nova.virt.<name>``:
+"""Makes the dev cloud's compute drivers loadable by Nova, which imports drivers only as ``nova.virt.<name>``:
 a one-line module ``nova/virt/nfvcat_devcloud.py`` in the venv re-exports :mod:`nfvcat.lab.devcloud.fakevirt`."""
 
 from __future__ import annotations
@@ -6,8 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 NAME = "nfvcat_devcloud"
-TEXT = ('"""Written by `nfvcat devcloud up`: the dev cloud\'s compute driver (nfvcat.lab.devcloud.fakevirt)."""\n'
-        "from nfvcat.lab.devcloud.fakevirt import InventoryDriver  # noqa: F401\n")
+TEXT = ('"""Written by `nfvcat devcloud up`: the dev cloud\'s compute drivers (nfvcat.lab.devcloud.fakevirt, simulated;'
+        ' nfvcat.lab.devcloud.libvirtdriver, real)."""\n'
+        "from nfvcat.lab.devcloud.fakevirt import InventoryDriver  # noqa: F401\n"
+        "from nfvcat.lab.devcloud.libvirtdriver import LibvirtDriver  # noqa: F401\n")
 
 
 def path() -> Path:

@@ -1,0 +1,88 @@
+"""The dev cloud's real compute host (hypervisor: libvirt) without starting it: the inventory kind, the accelerator
+choice, the machine's CPU sets and the configuration its nova-compute and Open vSwitch agent get."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from nfvcat.catalog import inventory
+from nfvcat.core.errors import UserError
+from nfvcat.lab.devcloud import accel, computes, realhost
+from nfvcat.lab.devcloud.state import State
+
+ROOT = Path(__file__).resolve().parents[2]
+SECRETS = ('{"db": "x", "admin": "x", "glance": "x", "placement": "x", "nova": "x", "neutron": "x", "heat": "x", '
+           '"tacker": "x"}')
+
+
+def test_a_libvirt_host_needs_no_cells_a_simulated_one_does() -> None:
+    inv = inventory.from_data({"kind": "nfvcat/inventory", "hosts": [{"name": "real", "hypervisor": "libvirt"}]})
+    assert (inv.hosts[0].hypervisor, inv.hosts[0].cells) == ("libvirt", [])
+    with pytest.raises(UserError, match="numa_cells"):
+        inventory.from_data({"kind": "nfvcat/inventory", "hosts": [{"name": "sim"}]})
+    with pytest.raises(UserError, match="hypervisor"):
+        inventory.from_data({"kind": "nfvcat/inventory", "hosts": [{"name": "x", "hypervisor": "xen"}]})
+
+
+def test_qemu_without_hardware_virtualisation_whatever_dev_kvm_says(tmp_path: Path) -> None:
+    assert accel.virt_type(cpuinfo="flags\t: fpu sse2 hypervisor\n")[0] == "qemu"
+    kind, why = accel.virt_type(cpuinfo="flags\t: fpu svm\n", device=str(tmp_path / "kvm"))
+    assert kind == "qemu" and "no " + str(tmp_path / "kvm") in why
+    # a device that is no KVM: the one-instruction guest cannot run, so no kvm
+    fake = tmp_path / "notkvm"
+    fake.write_text("")
+    kind, why = accel.virt_type(cpuinfo="flags\t: fpu vmx\n", device=str(fake))
+    assert kind == "qemu" and "did not halt" in why
+
+
+def test_this_machine_is_judged_by_its_flags() -> None:
+    flags = accel.cpu_flags()
+    kind, why = accel.virt_type()
+    assert (kind == "qemu") == (not flags & {"vmx", "svm"}), why
+
+
+def test_cpu_sets_one_shared_the_rest_dedicated() -> None:
+    assert realhost.cpu_sets([3, 0, 1, 2]) == ([0], [1, 2, 3])
+    with pytest.raises(UserError, match="2 CPUs or more"):
+        realhost.cpu_sets([0])
+    shared, dedicated = realhost.cpu_sets()
+    assert sorted(shared + dedicated) == realhost.online_cpus()
+
+
+def test_real_host_configuration(tmp_path: Path) -> None:
+    state = State(tmp_path)
+    (tmp_path / "secrets.json").write_text(SECRETS)
+    inv = inventory.load(str(ROOT / "tools/nfvcat/lab/devcloud/inventory.yaml"))
+    real = next(c for c in computes.site_layout(inv) if c.real)
+    nova = computes.nova_conf(state, real).read_text()
+    shared, dedicated = realhost.cpu_sets()
+    assert "compute_driver = nfvcat_devcloud.LibvirtDriver" in nova
+    assert f"virt_type = {accel.virt_type()[0]}" in nova
+    assert f"connection_uri = qemu:///system?socket={tmp_path}/run/libvirt-devcloud-real/libvirt-sock" in nova
+    assert f"cpu_shared_set = {','.join(map(str, shared))}" in nova
+    assert f"cpu_dedicated_set = {','.join(map(str, dedicated))}" in nova
+    assert "[nova_sys_admin]\nhelper_command = " in nova
+    agent = computes.agent_confs(state, real)["ovs"].read_text()
+    assert "firewall_driver = openvswitch" in agent and "extensions = qos" in agent
+    assert "local_ip = 169.254.202.1" in agent and "of_listen_address = 169.254.202.1" in agent
+    simulated = computes.agent_confs(state, computes.site_layout(inv)[1])["ovs"].read_text()
+    assert "firewall_driver = noop" in simulated and "local_ip = 127.0.0.1" in simulated
+
+
+def test_libvirtd_runs_in_the_hosts_namespace_with_its_own_state(tmp_path: Path) -> None:
+    lv = realhost.Libvirt(State(tmp_path), "devcloud-real")
+    argv = lv.argv()
+    assert argv[:4] == ["ip", "netns", "exec", "nfvcat-devcloud-real"]
+    for target in ("/etc/libvirt", "/run/libvirt", "/var/lib/libvirt"):
+        assert f" {target} " in argv[-1]
+    assert argv[-1].endswith("-p /run/libvirt/libvirtd.pid")
+
+
+def test_the_environment_file_names_the_dev_clouds_flavor_and_networks() -> None:
+    import yaml
+
+    env = yaml.safe_load(realhost.environment_files()["chain-vrouter"].read_text())["parameters"]
+    assert env["flavor"] == realhost.FLAVOR
+    assert {env["mgmt_network"], env["left_network"], env["right_network"]} == set(realhost.NETWORKS)
