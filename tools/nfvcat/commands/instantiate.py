@@ -10,6 +10,9 @@ environment variables and are never printed.
 VNF LCM (deployment flavour, instantiation level, external virtual links to the catalog's provider networks,
 ``-P`` values and secrets as additionalParams), the LCM operation waited for; on failure its reason is shown,
 it is rolled back and the VNF instance deleted. Then ``check`` runs on the stack Tacker made.
+
+After the stack, each VNF's ready line (``NFVCAT-<VNF>-READY``, printed by its day-0 hook) is waited for in Nova's
+console log, with progress (``--ready-timeout``); a VNF in ERROR or not ready in time fails (the stack is kept).
 """
 
 from __future__ import annotations
@@ -39,6 +42,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--day0", choices=["config-drive", "metadata"], default="config-drive",
                    help="day-0 delivery (sets use_config_drive when the template has it)")
     options.add_timeout(p, 900, "the stack (or Tacker's LCM operation)")
+    p.add_argument("--ready-timeout", type=float, default=900, metavar="SECONDS",
+                   help="seconds to wait, after the stack, for each VNF's ready line in Nova's console log "
+                        "(default 900; 0: do not wait)")
     options.add_checked(p)
     p.set_defaults(func=run)
 
@@ -47,6 +53,7 @@ def run(args: argparse.Namespace) -> int:
     from nfvcat.catalog import entries
     from nfvcat.cloud.check import check_stack
     from nfvcat.cloud.connect import cloud_errors, connect
+    from nfvcat.cloud.readiness import stack_ready
     from nfvcat.cloud.stacks import Stacks, bundle, converge, stack_parameters
     from nfvcat.cloud.verdicts import passed, report
 
@@ -63,9 +70,10 @@ def run(args: argparse.Namespace) -> int:
     with cloud_errors(f"instantiate {name}"):
         sid = converge(Stacks(conn, say), name, b, params, args.timeout)
         say(f"{name}: stack {sid} complete")
+        ready = stack_ready(conn, name, args.ready_timeout, say)
         if args.no_check:
             return EXIT_OK
-        verdicts = check_stack(conn, name, inv, access)
+        verdicts = ready + check_stack(conn, name, inv, access)
     print(report(verdicts, name, args.format))
     return EXIT_OK if passed(verdicts) else EXIT_FINDINGS
 

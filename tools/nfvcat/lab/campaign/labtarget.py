@@ -17,13 +17,13 @@ from typing import Any
 
 from nfvcat.catalog.tdf import Dataplane, LabSpec
 from nfvcat.cloud.verdicts import FAIL, PASS, Verdict
+from nfvcat.day0.ready import READY
 from nfvcat.day0.render import Day0, render
 from nfvcat.lab import chain as chain_mod
 from nfvcat.lab.campaign import rfc2544
 from nfvcat.lab.campaign import traffic as tr
 from nfvcat.lab.netns import Lab
 
-READY = {"vnf-vrouter": "NFVCAT-VROUTER-READY", "vnf-ipsec-gw": "NFVCAT-IPSEC-GW-READY"}
 TOOLS = ("ip", "nft", "trafgen", "ping", "unshare", "timeout")
 
 

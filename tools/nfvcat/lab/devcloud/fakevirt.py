@@ -131,6 +131,11 @@ class InventoryDriver(fake.FakeDriver):
     def get_nodenames_by_uuid(self, refresh: bool = False) -> dict[str, str]:
         return {node_uuid(n): n for n in self.get_available_nodes()}
 
+    def get_console_output(self, context: Any, instance: Any) -> str:
+        """Nothing boots here, so there is no console: Nova answers 501 rather than fake.FakeDriver's canned
+        lines, which a reader of the log (``instantiate`` waiting for a VNF's ready line) would take as real."""
+        raise NotImplementedError("the dev cloud's simulated hypervisor boots nothing: no console log")
+
     def get_host_uptime(self) -> str:
         return f"up {int(time.time() - _BOOT)} seconds"
 

@@ -1,0 +1,110 @@
+"""``instantiate`` waits for each VNF of the chain to say it is ready: the line its day-0 hook prints on the console
+(:mod:`nfvcat.day0.ready`), read from Nova's console log (``os-getConsoleOutput``, what ``openstack console log
+show`` prints). A hypervisor that serves no console log (Nova answers 501) leaves readiness "not observable": said
+so, never counted as ready. A server that goes to ERROR, or no line before the timeout, fails."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from nfvcat.cloud.stacks import servers_of
+from nfvcat.cloud.verdicts import PASS, Verdict
+from nfvcat.core.errors import EXIT_FINDINGS, UserError
+from nfvcat.day0.ready import ready_line
+
+READY, NOT_OBSERVABLE, TIMEOUT, ERROR = "ready", "not observable", "timeout", "error"
+
+
+@dataclass
+class Readiness:
+    vnf: str
+    server_id: str
+    status: str
+    detail: str
+    seconds: float
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"vnf": self.vnf, "server": self.server_id, "status": self.status, "detail": self.detail,
+                "seconds": round(self.seconds, 1)}
+
+
+def console(conn: Any, server_id: str) -> str | None:
+    """The server's console log; None when the hypervisor serves none (501), '' while there is none yet."""
+    from openstack import exceptions
+
+    try:
+        body = conn.compute.get_server_console_output(server_id)
+    except exceptions.HttpException as exc:
+        if exc.status_code == 501:
+            return None
+        if exc.status_code in (404, 409):  # no log yet, or the instance not running yet
+            return ""
+        raise
+    return str((body or {}).get("output") or "")
+
+
+def _last_line(text: str) -> str:
+    lines = [line.strip() for line in text.replace("\r", "\n").splitlines() if line.strip()]
+    last = lines[-1] if lines else "(empty)"
+    return last if len(last) <= 100 else last[:97] + "..."
+
+
+def wait(conn: Any, servers: list[tuple[str, str]], timeout: float, say: Callable[[str], None],
+         poll: float = 5.0, every: float = 30.0) -> list[Readiness]:
+    """Until every server printed its ready line (or failed); progress every ``every`` seconds."""
+    t0 = time.monotonic()
+    pending = dict(servers)
+    out: dict[str, Readiness] = {}
+    last_said = t0
+    while pending:
+        now = time.monotonic()
+        for vnf, sid in list(pending.items()):
+            server = conn.compute.get_server(sid)
+            if server.status == "ERROR":
+                fault = (server.fault or {}).get("message", "no fault recorded")
+                out[vnf] = Readiness(vnf, sid, ERROR, f"server in ERROR: {fault}", now - t0)
+            else:
+                text = console(conn, sid)
+                if text is None:
+                    out[vnf] = Readiness(vnf, sid, NOT_OBSERVABLE, "the hypervisor serves no console log "
+                                         "(Nova: 501 Not Implemented)", now - t0)
+                elif (line := ready_line(text)) is not None:
+                    out[vnf] = Readiness(vnf, sid, READY, line, now - t0)
+                    say(f"  {vnf}: ready after {now - t0:.0f} s: {line}")
+                elif now - last_said >= every:
+                    say(f"  {vnf}: waiting for its ready line ({now - t0:.0f} s; {server.status}; console: "
+                        f"{_last_line(text) if text else '(no log yet)'})")
+            if vnf in out:
+                del pending[vnf]
+        if now - last_said >= every:
+            last_said = now
+        if pending and now - t0 > timeout:
+            for vnf, sid in pending.items():
+                out[vnf] = Readiness(vnf, sid, TIMEOUT, f"no ready line within {timeout:.0f} s", now - t0)
+            break
+        if pending:
+            time.sleep(poll)
+    return [out[vnf] for vnf, _ in servers]
+
+
+def stack_ready(conn: Any, name: str, timeout: float, say: Callable[[str], None]) -> list[Verdict]:
+    """Each VNF of the stack's ready line (a passed verdict each); a VNF in ERROR or not ready in time fails (the
+    stack is kept, to be looked at); a hypervisor without console log is said and not counted. ``timeout`` 0:
+    no wait."""
+    if timeout <= 0:
+        return []
+    servers = servers_of(conn, name)
+    say(f"{name}: waiting for the ready line of {', '.join(v for v, _ in servers)} in Nova's console log")
+    results = wait(conn, servers, timeout, say)
+    bad = [r for r in results if r.status in (ERROR, TIMEOUT)]
+    if bad:
+        raise UserError(f"{name}: {'; '.join(f'{r.vnf} not ready: {r.detail}' for r in bad)} (stack kept: "
+                        f"`nfvcat terminate {name}` removes it)", EXIT_FINDINGS)
+    for r in results:
+        if r.status == NOT_OBSERVABLE:
+            say(f"  {r.vnf}: readiness not observable: {r.detail}")
+    return [Verdict(r.vnf, r.server_id, "day-0 ready", PASS, f"{r.detail} (after {r.seconds:.0f} s)")
+            for r in results if r.status == READY]
