@@ -115,7 +115,19 @@ def test_the_catalog_campaigns_load() -> None:
     acl = next(t for t in lab.tests if t.name == "vrouter-acl")
     assert acl.dataplane and {"64", "512", "1518", "imix"} <= set(acl.dataplane.frames)
     dev = tdf.load(ROOT / "tests" / "tdf" / "devcloud.yaml")
-    assert dev.general.cloud == "nfvcat-dev"
+    assert dev.general.cloud == "nfvcat-dev" and dev.general.dataplane == "cloud"
+    real = next(t for t in dev.tests if t.name == "vrouter-real-host")
+    assert real.lab is None and real.dataplane and not real.plan and Path(real.environment[0]).is_file()
+
+
+def test_a_cloud_data_plane_needs_a_chain_not_a_lab(tmp_path: Path) -> None:
+    data = {"kind": "nfvcat/test-description", "general": {"target": {"cloud": "c"}, "dataplane": "cloud"},
+            "tests": [{"name": "a", "chain": "chain-vrouter", "plan": False, "dataplane": {"frames": [64]}}]}
+    loaded = tdf.load(_write(tmp_path, data))
+    assert loaded.tests[0].lab is None and loaded.tests[0].plan is False
+    data["general"]["dataplane"] = "netns"
+    with pytest.raises(UserError, match="a data plane needs a lab topology"):
+        tdf.load(_write(tmp_path, data))
 
 
 def _write(tmp_path: Path, data: Any) -> Path:
@@ -224,6 +236,7 @@ def _campaign() -> CampaignRecord:
                 Step("dataplane", "data plane", PASS, 1_700_000_002.0, 1_700_000_009.0)]
     ok.searches = [{"frame": "64", "throughput_pps": 50_000.0, "generator_limited": True, "converged": True,
                     "trials": [{"offered_pps": 50_000.0, "loss": 0.0}]}]
+    ok.dataplane = "cloud"
     bad = _record("broken", 1, {})
     bad.start, bad.stop = 1_700_000_010.0, 1_700_000_012.0
     bad.steps = [Step("build", "lab: build the namespace chain", FAIL, 1_700_000_010.0, 1_700_000_011.0,
@@ -280,6 +293,8 @@ def test_json_has_xtesting_result_records() -> None:
     assert rec["broken"]["criteria"] == "FAIL" and rec["vrouter-acl"]["criteria"] == "PASS"
     assert rec["vrouter-acl"]["start_date"] == "2023-11-14 22:13:20"
     assert doc["tests"][0]["throughput"][0]["trials"]
+    where = [t["dataplane"] for t in doc["tests"]]
+    assert [r["details"]["dataplane"] for r in doc["results"]] == where == ["cloud", None]
     json.dumps(doc)
 
 

@@ -73,6 +73,7 @@ class TestSpec:
     placement: list[str] | None
     lab: LabSpec | None
     dataplane: Dataplane | None
+    plan: bool = True  # plan the chain on the inventory first
 
 
 @dataclass
@@ -122,8 +123,10 @@ def _semantic_errors(data: dict[str, Any]) -> list[tuple[tuple[Any, ...], str]]:
         if name in seen:
             out.append((("tests", i, "name"), f"duplicate test name '{name}'"))
         dp = test.get("dataplane")
-        if dp is not None and "lab" not in test:
-            out.append((("tests", i, "dataplane"), "a data plane needs a lab topology (tests[].lab) to run on"))
+        in_cloud = (data.get("general") or {}).get("dataplane") == "cloud" and "chain" in test
+        if dp is not None and "lab" not in test and not in_cloud:
+            out.append((("tests", i, "dataplane"), "a data plane needs a lab topology (tests[].lab) to run on, or "
+                        "general.dataplane: cloud and a chain"))
         if "lab" not in test and "chain" not in test:
             out.append((("tests", i), "a test needs a chain, a lab topology, or both"))
         lab = test.get("lab") or {}
@@ -214,5 +217,6 @@ def from_data(data: dict[str, Any], path: Path) -> Tdf:
         tests.append(TestSpec(name=t["name"], description=t.get("description", ""), chain=t.get("chain"),
                               environment=env, parameters=params,
                               flavors=list(t.get("flavors") or []), networks=list(t.get("networks") or []),
-                              placement=t.get("placement"), lab=lab, dataplane=dp))
+                              placement=t.get("placement"), lab=lab, dataplane=dp,
+                              plan=bool(t.get("plan", True))))
     return Tdf(path, str(data.get("description", "")), general, tests)

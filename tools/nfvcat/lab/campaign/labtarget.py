@@ -121,38 +121,43 @@ class LabRun:
 
     def measure(self, dp: Dataplane, say: Callable[[str], None]) -> tuple[list[rfc2544.Search], tr.Latency | None]:
         assert self.endpoints is not None
-        ep = self.endpoints
-        gen, sink = tr.Generator(self.lab, ep, self.workdir), tr.Sink(self.lab, ep)
-        sink.install()
-        tr.warm_up(self.lab, ep)
-        first = dp.frames[0]  # a warm-up trial (caches, neighbour tables, page pools), not counted
-        warm = tr.trial(gen, sink, first, dp.settings.max_rate_pps, min(0.5, dp.settings.trial_seconds))
-        say(f"  warm-up: {warm.offered_pps:.0f} pps of {first} B offered, loss {warm.loss:.4%} (not counted)")
-        searches = []
-        for frame in dp.frames:
-            def one(frame: str, rate: float, seconds: float) -> tr.Trial:
-                t = tr.trial(gen, sink, frame, rate, seconds)
-                say(f"  {frame:>5} B: {t.offered_pps:10.0f} pps offered, loss {t.loss:.4%}")
-                return t
+        return measure(self.lab, self.endpoints, self.workdir, dp, say)
 
-            s = rfc2544.search(frame, dp.settings, one)
-            limited = (" (generator-limited: at least)" if s.generator_limited else
-                       " (no loss at max_rate_pps: at least, how much more unknown)" if s.capped else "")
-            say(f"  {frame:>5} B: throughput {s.throughput_pps:.0f} pps{limited}, {len(s.trials)} trial(s)")
-            searches.append(s)
-        latency = None
-        if dp.latency is not None:
-            spec = dp.latency
-            base = next((s for s in searches if s.frame == spec.frame), None)
-            if base is None:
-                base = rfc2544.search(spec.frame, dp.settings, lambda f, r, sec: tr.trial(gen, sink, f, r, sec))
-                searches.append(base)
-            load = base.throughput_pps * spec.load_fraction
-            latency = tr.latency(gen, self.lab, spec.frame, load, spec.probes, spec.interval_ms / 1000, self.workdir)
-            d = latency.as_dict()
-            say(f"  latency at {load:.0f} pps of {spec.frame} B: min/avg/max {d.get('min_us')}/{d.get('avg_us')}/"
-                f"{d.get('max_us')} us, {latency.received}/{latency.probes} probes")
-        return searches, latency
+
+def measure(lab: Lab, ep: tr.Endpoints, workdir: Path, dp: Dataplane, say: Callable[[str], None]
+            ) -> tuple[list[rfc2544.Search], tr.Latency | None]:
+    """RFC 2544 throughput per frame size, then latency, between the endpoints (the lab's or the cloud's)."""
+    gen, sink = tr.Generator(lab, ep, workdir), tr.Sink(lab, ep)
+    sink.install()
+    tr.warm_up(lab, ep)
+    first = dp.frames[0]  # a warm-up trial (caches, neighbour tables, page pools), not counted
+    warm = tr.trial(gen, sink, first, dp.settings.max_rate_pps, min(0.5, dp.settings.trial_seconds))
+    say(f"  warm-up: {warm.offered_pps:.0f} pps of {first} B offered, loss {warm.loss:.4%} (not counted)")
+    searches = []
+    for frame in dp.frames:
+        def one(frame: str, rate: float, seconds: float) -> tr.Trial:
+            t = tr.trial(gen, sink, frame, rate, seconds)
+            say(f"  {frame:>5} B: {t.offered_pps:10.0f} pps offered, loss {t.loss:.4%}")
+            return t
+
+        s = rfc2544.search(frame, dp.settings, one)
+        limited = (" (generator-limited: at least)" if s.generator_limited else
+                   " (no loss at max_rate_pps: at least, how much more unknown)" if s.capped else "")
+        say(f"  {frame:>5} B: throughput {s.throughput_pps:.0f} pps{limited}, {len(s.trials)} trial(s)")
+        searches.append(s)
+    latency = None
+    if dp.latency is not None:
+        spec = dp.latency
+        base = next((s for s in searches if s.frame == spec.frame), None)
+        if base is None:
+            base = rfc2544.search(spec.frame, dp.settings, lambda f, r, sec: tr.trial(gen, sink, f, r, sec))
+            searches.append(base)
+        load = base.throughput_pps * spec.load_fraction
+        latency = tr.latency(gen, lab, spec.frame, load, spec.probes, spec.interval_ms / 1000, workdir)
+        d = latency.as_dict()
+        say(f"  latency at {load:.0f} pps of {spec.frame} B: min/avg/max {d.get('min_us')}/{d.get('avg_us')}/"
+            f"{d.get('max_us')} us, {latency.received}/{latency.probes} probes")
+    return searches, latency
 
 
 def figures(searches: list[rfc2544.Search], latency: tr.Latency | None) -> dict[str, Any]:

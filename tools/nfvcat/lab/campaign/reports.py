@@ -29,7 +29,8 @@ def xtesting_record(camp: CampaignRecord, t: TestRecord) -> dict[str, Any]:
             "start_date": _date(t.start), "stop_date": _date(t.stop), "installer": env.get("installer"),
             "scenario": env.get("scenario"), "pod_name": env.get("pod_name"), "build_tag": env.get("build_tag"),
             "version": env.get("nfvcat"),
-            "details": {"target": camp.target, "status": t.status, "steps": [s.as_dict() for s in t.steps],
+            "details": {"target": camp.target, "dataplane": t.dataplane, "status": t.status,
+                        "steps": [s.as_dict() for s in t.steps],
                         "placement": t.placement, "throughput": t.searches, "latency": t.latency,
                         "expectations": t.expectations, "figures": t.details.get("figures", {})}}
 

@@ -46,6 +46,7 @@ class TestRecord:
     latency: dict[str, Any] | None = None
     expectations: list[dict[str, Any]] = field(default_factory=list)
     details: dict[str, Any] = field(default_factory=dict)
+    dataplane: str | None = None  # where its data plane ran: netns (the namespace lab), cloud (the deployed chain)
     start: float = 0.0
     stop: float = 0.0
 
@@ -67,7 +68,8 @@ class TestRecord:
 
     def as_dict(self) -> dict[str, Any]:
         return {"name": self.name, "description": self.description, "chain": self.chain, "vnfs": self.vnfs,
-                "topology": self.topology, "status": self.status, "start": self.start, "stop": self.stop,
+                "topology": self.topology, "dataplane": self.dataplane, "status": self.status, "start": self.start,
+                "stop": self.stop,
                 "duration": round(max(0.0, self.stop - self.start), 3),
                 "steps": [s.as_dict() for s in self.steps], "placement": self.placement,
                 "throughput": self.searches, "latency": self.latency, "expectations": self.expectations,

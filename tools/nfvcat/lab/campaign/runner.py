@@ -17,9 +17,10 @@ from typing import Any
 
 from nfvcat.catalog.tdf import Expectation, Tdf, TestSpec
 from nfvcat.core.errors import EXIT_ENGINE, UserError
+from nfvcat.lab.campaign import cloudtarget, labtarget
 from nfvcat.lab.campaign import controlplane as cp
-from nfvcat.lab.campaign import labtarget
 from nfvcat.lab.campaign.results import ERROR, FAIL, PASS, SKIP, CampaignRecord, Step, TestRecord
+from nfvcat.lab.netns import Lab
 
 Say = Callable[[str], None]
 
@@ -111,8 +112,6 @@ def evaluate(exp: Expectation, record: TestRecord, figures: dict[str, Any],
 
 
 def run_test(tdf: Tdf, test: TestSpec, index: int, done: dict[str, TestRecord], keep: bool, say: Say) -> TestRecord:
-    from nfvcat.lab.netns import Lab
-
     g = tdf.general
     record = TestRecord(test.name, test.description, test.chain, test.lab.vnfs if test.lab else None,
                         test.lab.topology if test.lab else None, start=time.time())
@@ -129,7 +128,8 @@ def run_test(tdf: Tdf, test: TestSpec, index: int, done: dict[str, TestRecord], 
             record.placement += rows
             return msg
 
-        plans.append(_Plan("plan", f"plan {test.chain} on the inventory", plan))
+        if test.plan:
+            plans.append(_Plan("plan", f"plan {test.chain} on the inventory", plan))
     cloud = cp.CloudRun(g.cloud, test, g, say) if g.cloud and test.chain else None
     if cloud is not None:
         def check() -> str:
@@ -143,12 +143,17 @@ def run_test(tdf: Tdf, test: TestSpec, index: int, done: dict[str, TestRecord], 
     lab: Lab | None = None
     workdir: Path | None = None
     run: labtarget.LabRun | None = None
-    if g.lab == "vm" and test.lab:
+    cloud_dp: cloudtarget.CloudDataplane | None = None
+    if cloud is not None and g.dataplane == "cloud" and test.dataplane and not test.lab:
+        steps, cloud_dp = _cloud_dataplane(record, cloud, test, index, done, say)
+        plans += steps
+    elif g.lab == "vm" and test.lab:
         plans.append(_Plan("lab-build", "lab: vm", _vm_unsupported))
     elif test.lab:
         lab = Lab(tag=f"{os.getpid()}-t{index}")
         workdir = Path(tempfile.mkdtemp(prefix=f"nfvcat-test-{test.name}-"))
         run = labtarget.LabRun(test.lab, lab, workdir)
+        record.dataplane = "netns" if test.dataplane else None
         instead = g.lab is not None
 
         def render() -> str:
@@ -168,19 +173,7 @@ def run_test(tdf: Tdf, test: TestSpec, index: int, done: dict[str, TestRecord], 
 
         def measure() -> str:
             assert run is not None and test.dataplane is not None
-            searches, latency = run.measure(test.dataplane, say)
-            record.searches = [s.as_dict() for s in searches]
-            record.latency = latency.as_dict() if latency else None
-            record.details["figures"] = labtarget.figures(searches, latency)
-            record.expectations = [evaluate(e, record, record.details["figures"], done)
-                                   for e in test.dataplane.expect]
-            bad = [e for e in record.expectations if e["status"] != PASS]
-            summary = ", ".join(f"{s.frame} B {s.throughput_pps:.0f} pps" for s in searches)
-            if bad:
-                b = bad[0]
-                raise cp.StepFailed(f"{len(bad)} expectation(s) not met, first: {b['name']}: {b['figure']} "
-                                    f"(min {b['min']}, max {b['max']}){' ' + b.get('why', '') if 'why' in b else ''}")
-            return summary + (f"; {len(record.expectations)} expectation(s) met" if record.expectations else "")
+            return _measure(record, run.lab, run.endpoints, run.workdir, test, done, say)
 
         def teardown() -> str:
             assert lab is not None and workdir is not None
@@ -214,12 +207,68 @@ def run_test(tdf: Tdf, test: TestSpec, index: int, done: dict[str, TestRecord], 
             step = _run_step(record, p, say)
             failed = failed or step.status in (FAIL, ERROR)
     finally:  # interrupted: nothing half-created left behind
+        if cloud_dp is not None and not keep:
+            if cloud_dp.plugged:
+                cloud_dp.unplug()
+            cloud_dp.lab.close()
+            shutil.rmtree(cloud_dp.workdir, ignore_errors=True)
         if lab is not None and not keep:
             lab.close()
         if workdir is not None and not keep:
             shutil.rmtree(workdir, ignore_errors=True)
     record.stop = time.time()
     return record
+
+
+def _measure(record: TestRecord, lab: Lab, endpoints: Any, workdir: Path, test: TestSpec,
+             done: dict[str, TestRecord], say: Say) -> str:
+    """The data-plane step, in the lab or through the cloud: the search, the figures, the expectations."""
+    assert test.dataplane is not None and endpoints is not None
+    searches, latency = labtarget.measure(lab, endpoints, workdir, test.dataplane, say)
+    record.searches = [s.as_dict() for s in searches]
+    record.latency = latency.as_dict() if latency else None
+    record.details["figures"] = {**record.details.get("figures", {}), **labtarget.figures(searches, latency)}
+    record.expectations = [evaluate(e, record, record.details["figures"], done) for e in test.dataplane.expect]
+    bad = [e for e in record.expectations if e["status"] != PASS]
+    summary = ", ".join(f"{s.frame} B {s.throughput_pps:.0f} pps" for s in searches)
+    if bad:
+        b = bad[0]
+        raise cp.StepFailed(f"{len(bad)} expectation(s) not met, first: {b['name']}: {b['figure']} "
+                            f"(min {b['min']}, max {b['max']}){' ' + b.get('why', '') if 'why' in b else ''}")
+    return summary + (f"; {len(record.expectations)} expectation(s) met" if record.expectations else "")
+
+
+def _cloud_dataplane(record: TestRecord, cloud: cp.CloudRun, test: TestSpec, index: int,
+                     done: dict[str, TestRecord], say: Say) -> tuple[list[_Plan], cloudtarget.CloudDataplane]:
+    """The steps of a data plane through the chain the cloud deployed (general.dataplane: cloud)."""
+    lab = Lab(tag=f"{os.getpid()}-c{index}")
+    workdir = Path(tempfile.mkdtemp(prefix=f"nfvcat-test-{test.name}-"))
+    dp = cloudtarget.CloudDataplane(None, cloud.stack_name, lab, workdir)
+    record.dataplane = "cloud"
+
+    def plug() -> str:
+        dp.conn = cloud.conn or cloud._connect()
+        return dp.plug()
+
+    def check() -> str:
+        rows = cp.verdict_rows(dp.check(), "cloud check")
+        record.placement += rows
+        record.details.setdefault("figures", {})["tcp_mbps"] = round(dp.tcp_mbps, 3)
+        return cp.judge_checks(rows, None)
+
+    def measure() -> str:
+        return _measure(record, lab, dp.endpoints, workdir, test, done, say)
+
+    def unplug() -> str:
+        try:
+            return dp.unplug()
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+    return [_Plan("endpoints", f"cloud: test endpoints on {test.chain}'s left and right networks", plug),
+            _Plan("cloud-check", "cloud: ping and TCP through the deployed chain", check),
+            _Plan("dataplane", "data plane through the cloud: RFC 2544 throughput and latency", measure),
+            _Plan("unplug", "cloud: unplug the test endpoints", unplug, cleanup_of="endpoints")], dp
 
 
 def _vm_unsupported() -> str:

@@ -138,6 +138,7 @@ def up(state: State, inv_path: Path | None, out: TextIO = sys.stderr, quiet: boo
     everything = all_services(state, dpdk, inv_file)
     if not first and all(procs.pid_of(state, s.name) for s in everything) and all(s.ready() for s in everything):
         progress.say("already up")
+        real_host_flavor(state, real, accel.virt_type() if real else ("", ""), progress)
         vim = register_vim(state, progress)
         return {"already_up": True, **vim, "dpdk": dpdk, "seconds": time.monotonic() - progress.t0,
                 "hosts": [c.name for c in hosts]}

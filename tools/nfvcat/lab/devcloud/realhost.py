@@ -36,11 +36,13 @@ FLAVOR_SPECS = {"hw:cpu_policy": "dedicated", "hw:mem_page_size": "2MB", "hw:num
                 "aggregate_instance_extra_specs:nfv_class": "libvirt"}
 # The real host's chain networks (the environment files name them): the catalog's net-provider networks
 # (nfv-mgmt, nfv-dpdk-left/right) have DHCP, and the dev cloud runs no DHCP agent: a guest on them waits for a
-# lease (Debian's dhclient: 300 s an interface) before its day-0 runs. These are VLANs of the same physnets with
-# fixed addresses only (Nova's network_data.json then says ipv4, not ipv4_dhcp), no gateway (the vRouter is it).
+# lease (Debian's dhclient: 300 s an interface) before its day-0 runs. These are VLANs with fixed addresses only
+# (Nova's network_data.json then says ipv4, not ipv4_dhcp) and no gateway (the vRouter is it), on physnet_mgmt,
+# the site profile's plain-OVS physnet: the real host's ports are taps on plain OVS (vif_type ovs, which is what
+# check expects there; an OVS-DPDK physnet would expect vhostuser).
 NETWORKS = {"devcloud-mgmt": ("physnet_mgmt", 390, "172.31.0.0/24"),
-            "devcloud-left": ("physnet_dpdk", 290, "10.212.0.0/24"),
-            "devcloud-right": ("physnet_dpdk", 291, "10.213.0.0/24")}
+            "devcloud-left": ("physnet_mgmt", 391, "10.212.0.0/24"),
+            "devcloud-right": ("physnet_mgmt", 392, "10.213.0.0/24")}
 GUEST_PAGES = 640  # 2 MiB pages for guests of the real host: one FLAVOR guest (512) and headroom
 ENV_DIR = Path(__file__).with_name("environments")
 LIBVIRT_DIRS = {"etc": "/etc/libvirt", "run": "/run/libvirt", "lib": "/var/lib/libvirt", "log": "/var/log/libvirt",
