@@ -113,26 +113,64 @@ class LibvirtXml:
             root = ET.parse(path).getroot()
         except ET.ParseError as exc:
             raise UserError(f"{path}: not libvirt domain XML: {exc}") from None
-        facts = HostFacts()
-        for pin in root.findall("./cputune/vcpupin"):
-            cpus = _cpus(pin.get("cpuset", ""))
-            if len(cpus) == 1:
-                facts.pinning[int(pin.get("vcpu", "-1"))] = next(iter(cpus))
-        emu = root.find("./cputune/emulatorpin")
-        if emu is not None:
-            facts.emulator_pcpus = _cpus(emu.get("cpuset", ""))
-        for addr in root.findall("./devices/hostdev/source/address"):
-            if (address := pci_address(addr)) is not None:
-                facts.pci.append(PciDevice(address))
-        for iface in root.findall("./devices/interface[@type='hostdev']"):
-            source, mac = iface.find("./source/address"), iface.find("./mac")
-            if source is not None and (address := pci_address(source)) is not None:
-                facts.pci.append(PciDevice(address, mac=mac.get("address", "").lower() if mac is not None else ""))
-        return facts
+        return domain_facts(root)
 
     def cells(self, host: str) -> list[HostCell] | None:
         """A domain XML does not describe its host."""
         return None
+
+
+def domain_facts(root: ET.Element) -> HostFacts:
+    """What a libvirt domain XML says of placement: ``<cputune>`` vcpupin/emulatorpin, the hostdev PCI devices."""
+    facts = HostFacts()
+    for pin in root.findall("./cputune/vcpupin"):
+        cpus = _cpus(pin.get("cpuset", ""))
+        if len(cpus) == 1:
+            facts.pinning[int(pin.get("vcpu", "-1"))] = next(iter(cpus))
+    emu = root.find("./cputune/emulatorpin")
+    if emu is not None:
+        facts.emulator_pcpus = _cpus(emu.get("cpuset", ""))
+    for addr in root.findall("./devices/hostdev/source/address"):
+        if (address := pci_address(addr)) is not None:
+            facts.pci.append(PciDevice(address))
+    for iface in root.findall("./devices/interface[@type='hostdev']"):
+        source, mac = iface.find("./source/address"), iface.find("./mac")
+        if source is not None and (address := pci_address(source)) is not None:
+            facts.pci.append(PciDevice(address, mac=mac.get("address", "").lower() if mac is not None else ""))
+    return facts
+
+
+@dataclass
+class GuestFacts:
+    """A running guest as its compute host has it: its libvirt domain (placement, memory backing, NUMA memory)
+    and its QEMU process (each thread's CPU affinity, the memory it maps on huge pages)."""
+    domain: HostFacts
+    page_size_kb: int | None  # <memoryBacking><hugepages><page size>, None: small pages
+    memnodes: dict[int, set[int]]  # <numatune><memnode cellid> -> host NUMA nodes
+    vcpu_threads: dict[int, set[int]]  # vCPU -> Cpus_allowed_list of its QEMU thread
+    other_threads: dict[str, set[int]]  # every other QEMU thread ("name/tid") -> Cpus_allowed_list
+    huge_mb: int  # memory the QEMU process maps on huge pages (smaps)
+
+
+def guest_domain(root: ET.Element) -> tuple[HostFacts, int | None, dict[int, set[int]]]:
+    """A domain XML's placement facts, huge page size (KiB) and memnode map."""
+    page = root.find("./memoryBacking/hugepages/page")
+    size = None
+    if root.find("./memoryBacking/hugepages") is not None:
+        size = int(page.get("size", "0")) if page is not None else 0
+        if page is not None and page.get("unit", "KiB").lower() in ("m", "mib"):
+            size *= 1024
+    memnodes = {int(m.get("cellid", "-1")): _cpus(m.get("nodeset", "")) for m in root.findall("./numatune/memnode")}
+    return domain_facts(root), size, memnodes
+
+
+@runtime_checkable
+class GuestAccess(Protocol):
+    """A host access that can read a running guest (its libvirt domain and QEMU process) on its host."""
+    name: str
+
+    def guest(self, server_id: str, host: str | None) -> GuestFacts | None:
+        """None when this source cannot see the guest (not on a host it reaches, or not running)."""
 
 
 def pci_address(addr: ET.Element) -> str | None:

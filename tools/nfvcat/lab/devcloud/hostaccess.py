@@ -14,9 +14,9 @@ from typing import Any
 
 from nfvcat.catalog import inventory
 from nfvcat.cloud import hostaccess
-from nfvcat.cloud.hostaccess import HostAccess, HostCell, HostFacts, PciDevice
+from nfvcat.cloud.hostaccess import GuestFacts, HostAccess, HostCell, HostFacts, PciDevice
 from nfvcat.core.errors import EXIT_ENGINE, UserError
-from nfvcat.lab.devcloud import computes
+from nfvcat.lab.devcloud import computes, guests
 from nfvcat.lab.devcloud.lifecycle import inventory_of
 from nfvcat.lab.devcloud.state import HOST, PORTS, State, default_dir
 
@@ -64,6 +64,13 @@ class DevcloudState:
         with self._db.cursor() as cur:
             cur.execute(sql, args)
             return list(cur.fetchall())
+
+    def guest(self, server_id: str, host: str | None) -> GuestFacts | None:
+        """The running guest, where ``host`` is the dev cloud's real host (a simulated one runs none)."""
+        c = self.switches.computes.get(host or "")
+        if c is None or not c.real:
+            return None
+        return guests.guest_facts(self.switches.state, c.name, server_id)
 
     def facts(self, server_id: str, host: str | None) -> HostFacts | None:
         rows = self.query("SELECT numa_topology, pci_requests FROM instance_extra WHERE instance_uuid=%s AND "
