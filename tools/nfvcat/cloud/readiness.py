@@ -13,6 +13,7 @@ from typing import Any
 from nfvcat.cloud.stacks import servers_of
 from nfvcat.cloud.verdicts import PASS, Verdict
 from nfvcat.core.errors import EXIT_FINDINGS, UserError
+from nfvcat.core.waiting import TimedOut, until
 from nfvcat.day0.ready import ready_line
 
 READY, NOT_OBSERVABLE, TIMEOUT, ERROR = "ready", "not observable", "timeout", "error"
@@ -58,8 +59,9 @@ def wait(conn: Any, servers: list[tuple[str, str]], timeout: float, say: Callabl
     t0 = time.monotonic()
     pending = dict(servers)
     out: dict[str, Readiness] = {}
-    last_said = t0
-    while pending:
+    last_said = [t0]
+
+    def one_round() -> int:
         now = time.monotonic()
         for vnf, sid in list(pending.items()):
             server = conn.compute.get_server(sid)
@@ -74,19 +76,21 @@ def wait(conn: Any, servers: list[tuple[str, str]], timeout: float, say: Callabl
                 elif (line := ready_line(text)) is not None:
                     out[vnf] = Readiness(vnf, sid, READY, line, now - t0)
                     say(f"  {vnf}: ready after {now - t0:.0f} s: {line}")
-                elif now - last_said >= every:
+                elif now - last_said[0] >= every:
                     say(f"  {vnf}: waiting for its ready line ({now - t0:.0f} s; {server.status}; console: "
                         f"{_last_line(text) if text else '(no log yet)'})")
             if vnf in out:
                 del pending[vnf]
-        if now - last_said >= every:
-            last_said = now
-        if pending and now - t0 > timeout:
-            for vnf, sid in pending.items():
-                out[vnf] = Readiness(vnf, sid, TIMEOUT, f"no ready line within {timeout:.0f} s", now - t0)
-            break
-        if pending:
-            time.sleep(poll)
+        if now - last_said[0] >= every:
+            last_said[0] = now
+        return len(pending)
+
+    try:
+        until(one_round, lambda left: left == 0, timeout=timeout, what="ready lines",
+              state=lambda left: f"{left} VNF(s) without one", first=poll, most=poll)
+    except TimedOut:
+        for vnf, sid in pending.items():
+            out[vnf] = Readiness(vnf, sid, TIMEOUT, f"no ready line within {timeout:.0f} s", time.monotonic() - t0)
     return [out[vnf] for vnf, _ in servers]
 
 

@@ -10,11 +10,11 @@ ping, iperf3) run in it unchanged. ``unplug`` removes the OVS port, the veth and
 from __future__ import annotations
 
 import subprocess
-import time
 from dataclasses import dataclass
 from typing import Any
 
 from nfvcat.core.errors import EXIT_ENGINE, UserError
+from nfvcat.core.waiting import until
 from nfvcat.lab.devcloud import computes, realhost
 from nfvcat.lab.devcloud.state import State
 from nfvcat.lab.netns import Lab
@@ -80,12 +80,8 @@ def plug(conn: Any, lab: Lab, state: State, host: computes.Compute, network: str
           "Interface", tap, f"external-ids:iface-id={port.id}", "external-ids:iface-status=active",
           f"external-ids:attached-mac={port.mac_address}", f"external-ids:vm-uuid=nfvcat-endpoint-{short}"],
          computes.ovs_env(state, host))
-    deadline = time.monotonic() + timeout
-    while conn.network.get_port(port.id).status != "ACTIVE":
-        if time.monotonic() > deadline:
-            raise UserError(f"devcloud endpoint {short}: port {port.id} not ACTIVE within {timeout:.0f} s (the "
-                            f"OVS agent of {host.name} did not wire it)", EXIT_ENGINE)
-        time.sleep(1)
+    until(lambda: str(conn.network.get_port(port.id).status), lambda status: status == "ACTIVE", timeout=timeout,
+          what=f"devcloud endpoint {short}: port {port.id} (wired by the OVS agent of {host.name})", most=2.0)
     return Endpoint(ns, "eth0", ip, port.mac_address, prefixlen, port.id, tap)
 
 
