@@ -13,7 +13,7 @@ import pytest
 
 from nfvcat import cli
 from nfvcat.catalog import history, releases
-from nfvcat.core.errors import UserError
+from nfvcat.core.errors import EXIT_FINDINGS, EXIT_USAGE, UserError
 from tests.unit.cloudfake import HEAT, connection, sent
 
 TEMPLATE = """heat_template_version: 2021-04-16
@@ -144,3 +144,111 @@ def test_list_shows_each_marked_stack_with_its_version_the_newest_and_outdated(h
     assert text[2].split() == ["heat", "old", "demo", "1.0.0", "CREATE_COMPLETE", "2.0.0", "outdated"]
     assert cli.main(["list", "--os-cloud", "x", "-f", "value", "-c", "name", "-c", "outdated"]) == 0
     assert capsys.readouterr().out.splitlines() == ["new False", "old True"]
+
+
+# ---- nfvcat upgrade -------------------------------------------------------------------------------------------
+
+class DemoStack:
+    """Heat holding stack demo (id s1) at ``version``: each GET of the stack answers the next of ``statuses``
+    (the last one stays); a PATCH update takes the tags it is sent and answers ``after_update`` from then on."""
+
+    def __init__(self, m: Any, version: str, statuses: list[str], events: list[dict[str, Any]] | None = None,
+                 after_update: list[str] | None = None) -> None:
+        self.m, self.statuses, self.events = m, list(statuses), list(events or [])
+        self.after_update = after_update or ["UPDATE_IN_PROGRESS", "UPDATE_COMPLETE"]
+        self.tags = [f"nfvcat:demo@{version}"]
+        self.updated = "2026-11-26T10:00:00Z"
+        self.preview: dict[str, Any] = {"replaced": [], "updated": [], "added": [], "deleted": [],
+                                        "unchanged": [{"resource_name": "port", "resource_type": "OS::Neutron::Port"}]}
+        m.get(f"{HEAT}/stacks?name=demo", json=lambda req, ctx: {"stacks": [self.body()]})
+        m.get(f"{HEAT}/stacks/demo/s1", json=lambda req, ctx: {"stack": self.body(advance=True)})
+        m.get(f"{HEAT}/stacks/demo/s1/events", json=lambda req, ctx: {"events": self.events})
+        m.patch(f"{HEAT}/stacks/demo/s1/preview?show_nested=true",
+                json=lambda req, ctx: {"resource_changes": self.preview})
+        m.patch(f"{HEAT}/stacks/demo/s1", json=self._update, status_code=202)
+
+    def body(self, advance: bool = False) -> dict[str, Any]:
+        status = self.statuses[0]
+        if advance and len(self.statuses) > 1:
+            self.statuses.pop(0)
+        return {"id": "s1", "stack_name": "demo", "stack_status": status, "tags": self.tags,
+                "updated_time": self.updated, "parameters": {"network": "net-a", "size": "1"}}
+
+    def _update(self, req: Any, ctx: Any) -> dict[str, Any]:
+        self.tags = req.json()["tags"].split(",")
+        self.updated = "2026-11-26T11:00:00Z"
+        self.statuses = list(self.after_update)
+        return {}
+
+    def updates(self) -> list[dict[str, Any]]:
+        return [r.json() for r in sent(self.m, "PATCH", r"/stacks/demo/s1$")]
+
+
+@pytest.fixture
+def no_sleep(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("nfvcat.cloud.upgrade.time.sleep", lambda s: None)
+
+
+def test_upgrade_dry_run_prints_heats_preview_the_servers_that_go_down_and_the_changelog(
+        heat: Any, capsys: Any) -> None:
+    stack = DemoStack(heat, "1.0.0", ["CREATE_COMPLETE"])
+    stack.preview["replaced"] = [{"resource_name": "server", "resource_type": "OS::Nova::Server",
+                                  "parent_resource": "vnf", "physical_resource_id": "srv-1"}]
+    stack.preview["updated"] = [{"resource_name": "port", "resource_type": "OS::Neutron::Port"}]
+    assert cli.main(["upgrade", "demo", "--to", "1.1.0", "--dry-run", "--os-cloud", "x"]) == 0
+    out = capsys.readouterr().out
+    assert "demo: demo 1.0.0 -> 1.1.0 (minor), stack CREATE_COMPLETE" in out
+    assert "  replaced   vnf/server (OS::Nova::Server)" in out and "  updated    port (OS::Neutron::Port)" in out
+    assert "Servers that go down: \n  vnf/server (srv-1): replaced" in out
+    assert "Interface change: none" in out and "CHANGELOG 1.1.0:" in out
+    preview = sent(heat, "PATCH", r"/preview\?show_nested=true$")[0].json()
+    assert preview["tags"] == "nfvcat:demo@1.1.0" and preview["disable_rollback"] is False
+    assert "network" in preview["template"]["parameters"]
+    assert stack.updates() == []  # a dry run changes nothing
+
+
+def test_a_major_upgrade_is_refused_until_each_removed_parameter_is_mapped(heat: Any, capsys: Any,
+                                                                          no_sleep: None) -> None:
+    stack = DemoStack(heat, "1.1.0", ["UPDATE_COMPLETE"])
+    assert cli.main(["upgrade", "demo", "--yes", "--os-cloud", "x", "--no-check"]) == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert "1.1.0 -> 2.0.0 is a major upgrade" in err and "--map network=NEW" in err
+    assert stack.updates() == []
+    assert cli.main(["upgrade", "demo", "--yes", "--os-cloud", "x", "--no-check", "--map", "network=net"]) == 0
+    [body] = stack.updates()
+    assert body["parameters"] == {"net": "net-a"} and body["clear_parameters"] == ["network"]
+    assert body["tags"] == "nfvcat:demo@2.0.0" and body["disable_rollback"] is False
+    assert "Upgrading to 2.0.0" in capsys.readouterr().out
+
+
+def test_a_failed_update_is_rolled_back_and_names_the_failed_resource(heat: Any, capsys: Any,
+                                                                    no_sleep: None) -> None:
+    stack = DemoStack(heat, "1.0.0", ["CREATE_COMPLETE"],
+                      after_update=["UPDATE_IN_PROGRESS", "UPDATE_FAILED", "ROLLBACK_IN_PROGRESS",
+                                    "ROLLBACK_COMPLETE"])
+    stack.events = [{"id": "e0", "resource_name": "demo", "resource_status": "CREATE_COMPLETE"}]
+    heat.get(f"{HEAT}/stacks/demo/s1/events", [
+        {"json": {"events": stack.events}}, {"json": {"events": stack.events}},
+        {"json": {"events": [*stack.events,
+                             {"id": "e1", "resource_name": "port", "resource_status": "UPDATE_FAILED",
+                              "resource_status_reason": "Conflict: IP address 10.0.0.5 already allocated"},
+                             {"id": "e2", "resource_name": "demo", "resource_status": "ROLLBACK_COMPLETE"}]}}])
+    assert cli.main(["upgrade", "demo", "--to", "1.1.0", "--yes", "--os-cloud", "x", "--no-check"]) == EXIT_FINDINGS
+    err = capsys.readouterr().err
+    assert "update to demo@1.1.0 failed at port UPDATE_FAILED: Conflict: IP address 10.0.0.5 already allocated" \
+        in err and "rolled back to the version before" in err
+
+
+def test_an_upgrade_interrupted_during_the_update_is_finished_by_the_next_run(heat: Any, no_sleep: None) -> None:
+    # Ctrl-C or kill: Heat goes on; the next run waits for it and finds the stack at the target
+    stack = DemoStack(heat, "1.1.0", ["UPDATE_IN_PROGRESS", "UPDATE_IN_PROGRESS", "UPDATE_COMPLETE"])
+    assert cli.main(["upgrade", "demo", "--to", "1.1.0", "--yes", "--os-cloud", "x", "--no-check"]) == 0
+    assert stack.updates() == []
+
+
+def test_an_update_heat_engine_lost_is_run_again_by_the_next_run(heat: Any, no_sleep: None) -> None:
+    # heat-engine restarted mid-update: Heat marks the stack UPDATE_FAILED, tagged with the target already
+    stack = DemoStack(heat, "1.1.0", ["UPDATE_FAILED"])
+    assert cli.main(["upgrade", "demo", "--to", "1.1.0", "--yes", "--os-cloud", "x", "--no-check"]) == 0
+    [body] = stack.updates()
+    assert body["tags"] == "nfvcat:demo@1.1.0"

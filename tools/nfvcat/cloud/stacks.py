@@ -101,7 +101,7 @@ class Stacks:
                     return {"stack_status": "DELETE_COMPLETE"}, "DELETE_COMPLETE"
                 raise UserError(f"stack {name} disappeared while waiting for {action}", EXIT_ENGINE)
             stack = dict(body["stack"])
-            self._progress(name, sid, seen)
+            self.progress(name, sid, seen)
             status = stack["stack_status"]
             if stale is not None and stack.get("updated_time") == stale and not status.endswith("IN_PROGRESS"):
                 status = "WAITING"
@@ -115,7 +115,8 @@ class Stacks:
         except TimedOut as exc:
             raise StackFailed(exc.last[0], f"timed out after {timeout:.0f} s in {exc.last[1]}") from None
 
-    def _progress(self, name: str, sid: str, seen: set[str]) -> None:
+    def progress(self, name: str, sid: str, seen: set[str]) -> None:
+        """Say each new event of the stack and its nested stacks (one line per resource state)."""
         for ev in self.events(name, sid):
             if ev["id"] in seen:
                 continue
