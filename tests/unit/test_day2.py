@@ -39,7 +39,8 @@ def write_version(repo: Path, version: str, net: str = "network", note: str = ""
     d = repo / "templates" / "heat" / "demo"
     d.mkdir(parents=True, exist_ok=True)
     (d / "entry.yaml").write_text(f"name: demo\nversion: {version}\nkind: heat\ndescription: A demo.\n"
-                                  "template: demo.yaml\n")
+                                  "template: demo.yaml\nstate:\n  - {resource: server, holds: the session keys, "
+                                  "carry: none; peers re-key}\n")
     (d / "demo.yaml").write_text(TEMPLATE.format(params=f"  {net}:\n    type: string\n"
                                                         "  size:\n    type: number\n    default: 1\n", net=net))
     log = d / "CHANGELOG.md"
@@ -92,6 +93,16 @@ def test_a_release_whose_files_do_not_have_the_recorded_digests_is_refused(repo:
     _git(repo, "commit", "-qam", "the record alone")
     with pytest.raises(UserError, match=r"demo@2\.1\.0: no commit holds the recorded files \(sha256 differ"):
         history.resolve(repo, "demo@2.1.0", "heat")
+
+
+def test_a_chains_vnf_server_state_is_the_nested_entrys() -> None:
+    from nfvcat.catalog import entries
+    from tests.conftest import ROOT
+
+    chain = entries.find(ROOT, "chain-vrouter", "heat")
+    [state] = chain.state("server", "vrouter")
+    assert "OSPF" in state["holds"] and "vrouter-acl --counters" in state["carry"]
+    assert chain.state("server") == [] and chain.state("port", "vrouter") == []
 
 
 def test_changelog_sections_between_two_versions(repo: Path) -> None:
@@ -193,13 +204,17 @@ def test_upgrade_dry_run_prints_heats_preview_the_servers_that_go_down_and_the_c
         heat: Any, capsys: Any) -> None:
     stack = DemoStack(heat, "1.0.0", ["CREATE_COMPLETE"])
     stack.preview["replaced"] = [{"resource_name": "server", "resource_type": "OS::Nova::Server",
-                                  "parent_resource": "vnf", "physical_resource_id": "srv-1"}]
+                                  "physical_resource_id": "srv-1"}]
+    stack.preview["deleted"] = [{"resource_name": "server", "resource_type": "OS::Nova::Server",
+                                 "parent_resource": "vnf", "physical_resource_id": "srv-2"}]
     stack.preview["updated"] = [{"resource_name": "port", "resource_type": "OS::Neutron::Port"}]
     assert cli.main(["upgrade", "demo", "--to", "1.1.0", "--dry-run", "--os-cloud", "x"]) == 0
     out = capsys.readouterr().out
     assert "demo: demo 1.0.0 -> 1.1.0 (minor), stack CREATE_COMPLETE" in out
-    assert "  replaced   vnf/server (OS::Nova::Server)" in out and "  updated    port (OS::Neutron::Port)" in out
-    assert "Servers that go down: \n  vnf/server (srv-1): replaced" in out
+    assert "  replaced   server (OS::Nova::Server)" in out and "  updated    port (OS::Neutron::Port)" in out
+    assert "Servers that go down: \n  server (srv-1): replaced\n  vnf/server (srv-2): deleted\n" in out
+    assert "State a replacement does not inherit:\n  server holds the session keys; to carry it: none; peers re-key" \
+        in out
     assert "Interface change: none" in out and "CHANGELOG 1.1.0:" in out
     preview = sent(heat, "PATCH", r"/preview\?show_nested=true$")[0].json()
     assert preview["tags"] == "nfvcat:demo@1.1.0" and preview["disable_rollback"] is False

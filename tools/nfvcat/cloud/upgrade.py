@@ -40,6 +40,7 @@ class Plan:
     bump: str  # major | minor | patch | same | downgrade
     changes: dict[str, list[dict[str, str]]] = field(default_factory=dict)  # kind -> resources (preview)
     downtime: list[str] = field(default_factory=list)  # servers the update deletes or replaces
+    state: list[str] = field(default_factory=list)  # what those servers hold, and the entry's way to carry it
     interface: dict[str, list[str]] = field(default_factory=dict)  # added / removed / changed
     breaking: list[str] = field(default_factory=list)
     unmapped: list[str] = field(default_factory=list)  # what a major bump needs mapped and is not
@@ -49,7 +50,7 @@ class Plan:
     def as_dict(self) -> dict[str, Any]:
         return {"stack": self.stack, "entry": self.entry, "from": self.current, "to": self.target,
                 "bump": self.bump, "status": self.status, "preview": self.changes, "downtime": self.downtime,
-                "interface": self.interface, "breaking": self.breaking, "unmapped": self.unmapped,
+                "state": self.state, "interface": self.interface, "breaking": self.breaking, "unmapped": self.unmapped,
                 "changelog": [{"version": v, "text": t} for v, t in self.notes]}
 
 
@@ -91,7 +92,8 @@ def deployed_stack(stacks: Stacks, name: str) -> tuple[dict[str, Any], str, str]
 def mapped_parameters(stack: dict[str, Any], maps: dict[str, str], given: dict[str, Any],
                       new_params: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     """The parameters the update sends (``-P`` values, and each ``--map OLD=NEW`` carrying OLD's current value to
-    NEW) and the ones it clears (each mapped OLD)."""
+    NEW) and the ones it clears: each mapped OLD and every parameter the stack has that the target template does
+    not declare (Heat refuses a value for an undeclared parameter; the plan says whether that is allowed)."""
     params = dict(given)
     current = stack.get("parameters") or {}
     for old, new in maps.items():
@@ -103,7 +105,8 @@ def mapped_parameters(stack: dict[str, Any], maps: dict[str, str], given: dict[s
                 raise UserError(f"--map {old}={new}: Heat does not show {old}'s value (hidden or unset); "
                                 f"give it as -P {new}=VALUE", EXIT_USAGE)
             params[new] = value
-    return params, sorted(maps)
+    gone = {k for k in current if not k.startswith("OS::") and k not in new_params}
+    return params, sorted(gone | set(maps))
 
 
 def resume(stacks: Stacks, name: str, timeout: float) -> None:
@@ -135,6 +138,8 @@ def plan(stacks: Stacks, root: Path, name: str, target_entry: entries.Entry, b: 
             how = "replaced" if r in p.changes["replaced"] or (r["name"], r["parent"]) in added else "deleted"
             where = f"{r['parent']}/" if r["parent"] else ""
             p.downtime.append(f"{where}{r['name']} ({r['id'] or 'no server yet'}): {how}")
+            p.state += [f"{where}{r['name']} holds {s.get('holds')}; to carry it: {s.get('carry')}"
+                        for s in target_entry.state(r["name"], r["parent"])]
     try:
         old_if = history.interface(root, entry, "heat", current)
     except UserError:

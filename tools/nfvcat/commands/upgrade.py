@@ -115,6 +115,9 @@ def text(p: Any) -> str:
             out.append(f"  {kind:9}  {where}{r['name']} ({r['type']})")
     out.append("Servers that go down: " + ("none" if not p.downtime else ""))
     out += [f"  {d}" for d in p.downtime]
+    if p.state:
+        out.append("State a replacement does not inherit:")
+        out += [f"  {s}" for s in p.state]
     out.append("Interface change:" + ("" if any(p.interface.values()) else " none"))
     for kind, items in p.interface.items():
         out += [f"  {kind:8} {i}" for i in items]
