@@ -171,7 +171,7 @@ class DemoStack:
         self.updated = "2026-11-26T10:00:00Z"
         self.preview: dict[str, Any] = {"replaced": [], "updated": [], "added": [], "deleted": [],
                                         "unchanged": [{"resource_name": "port", "resource_type": "OS::Neutron::Port"}]}
-        m.get(f"{HEAT}/stacks?name=demo", json=lambda req, ctx: {"stacks": [self.body()]})
+        m.get(f"{HEAT}/stacks", json=lambda req, ctx: {"stacks": [self.body()]})  # with ?name=demo too
         m.get(f"{HEAT}/stacks/demo/s1", json=lambda req, ctx: {"stack": self.body(advance=True)})
         m.get(f"{HEAT}/stacks/demo/s1/events", json=lambda req, ctx: {"events": self.events})
         m.patch(f"{HEAT}/stacks/demo/s1/preview?show_nested=true",
@@ -217,7 +217,7 @@ def test_upgrade_dry_run_prints_heats_preview_the_servers_that_go_down_and_the_c
         in out
     assert "Interface change: none" in out and "CHANGELOG 1.1.0:" in out
     preview = sent(heat, "PATCH", r"/preview\?show_nested=true$")[0].json()
-    assert preview["tags"] == "nfvcat:demo@1.1.0" and preview["disable_rollback"] is False
+    assert preview["tags"] == "nfvcat:demo@1.1.0,nfvcat-from:demo@1.0.0" and preview["disable_rollback"] is False
     assert "network" in preview["template"]["parameters"]
     assert stack.updates() == []  # a dry run changes nothing
 
@@ -232,7 +232,7 @@ def test_a_major_upgrade_is_refused_until_each_removed_parameter_is_mapped(heat:
     assert cli.main(["upgrade", "demo", "--yes", "--os-cloud", "x", "--no-check", "--map", "network=net"]) == 0
     [body] = stack.updates()
     assert body["parameters"] == {"net": "net-a"} and body["clear_parameters"] == ["network"]
-    assert body["tags"] == "nfvcat:demo@2.0.0" and body["disable_rollback"] is False
+    assert body["tags"] == "nfvcat:demo@2.0.0,nfvcat-from:demo@1.1.0" and body["disable_rollback"] is False
     assert "Upgrading to 2.0.0" in capsys.readouterr().out
 
 
@@ -252,6 +252,10 @@ def test_a_failed_update_is_rolled_back_and_names_the_failed_resource(heat: Any,
     err = capsys.readouterr().err
     assert "update to demo@1.1.0 failed at port UPDATE_FAILED: Conflict: IP address 10.0.0.5 already allocated" \
         in err and "rolled back to the version before" in err
+    # Heat's rollback keeps the update's tags: the version the update came from is what runs
+    assert cli.main(["list", "--os-cloud", "x", "--format", "json"]) == 0
+    [row] = json.loads(capsys.readouterr().out)
+    assert (row["version"], row["status"], row["outdated"]) == ("1.0.0", "ROLLBACK_COMPLETE", True)
 
 
 def test_an_upgrade_interrupted_during_the_update_is_finished_by_the_next_run(heat: Any, no_sleep: None) -> None:
@@ -264,6 +268,7 @@ def test_an_upgrade_interrupted_during_the_update_is_finished_by_the_next_run(he
 def test_an_update_heat_engine_lost_is_run_again_by_the_next_run(heat: Any, no_sleep: None) -> None:
     # heat-engine restarted mid-update: Heat marks the stack UPDATE_FAILED, tagged with the target already
     stack = DemoStack(heat, "1.1.0", ["UPDATE_FAILED"])
+    stack.tags.append("nfvcat-from:demo@1.0.0")
     assert cli.main(["upgrade", "demo", "--to", "1.1.0", "--yes", "--os-cloud", "x", "--no-check"]) == 0
     [body] = stack.updates()
-    assert body["tags"] == "nfvcat:demo@1.1.0"
+    assert body["tags"] == "nfvcat:demo@1.1.0,nfvcat-from:demo@1.0.0"  # still from 1.0.0, should it roll back

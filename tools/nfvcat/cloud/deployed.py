@@ -35,7 +35,7 @@ def stacks(conn: Any) -> list[Deployed]:
     body = call(conn.orchestration, "GET", "/stacks", "stack list")
     out = []
     for s in body.get("stacks", []):
-        found = parse_mark(s.get("tags"))
+        found = parse_mark(s.get("tags"), str(s.get("stack_status") or ""))
         if found:
             out.append(Deployed("heat", str(s["stack_name"]), str(s["id"]), found[0], found[1],
                                 str(s.get("stack_status"))))

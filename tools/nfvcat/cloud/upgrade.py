@@ -82,7 +82,7 @@ def deployed_stack(stacks: Stacks, name: str) -> tuple[dict[str, Any], str, str]
     if found is None:
         raise UserError(f"no stack {name} on this cloud (`nfvcat list` shows what nfvcat deployed)")
     full = stacks.get(name, str(found["id"]))
-    mark = parse_mark(full.get("tags"))
+    mark = parse_mark(full.get("tags"), str(full.get("stack_status") or ""))
     if mark is None:
         raise UserError(f"stack {name} carries no nfvcat:NAME@VERSION mark (not deployed by nfvcat instantiate); "
                         "nothing says which version it runs")
@@ -124,7 +124,7 @@ def plan(stacks: Stacks, root: Path, name: str, target_entry: entries.Entry, b: 
     sid = str(full["id"])
     p = Plan(name, sid, entry, current, target_entry.version, bump(current, target_entry.version),
              status=str(full.get("stack_status")))
-    body = update_body(b, params, clear, full.get("tags"), entry, target_entry.version, 60)
+    body = update_body(b, params, clear, full.get("tags"), entry, target_entry.version, 60, current)
     res = call(stacks.api, "PATCH", f"/stacks/{name}/{sid}/preview?show_nested=true", f"stack update preview {name}",
                json=body)
     changes = res.get("resource_changes") or {}
@@ -159,9 +159,11 @@ def plan(stacks: Stacks, root: Path, name: str, target_entry: entries.Entry, b: 
 
 
 def update_body(b: Bundle, params: dict[str, Any], clear: list[str], tags: Any, entry: str, version: str,
-                timeout_min: int) -> dict[str, Any]:
+                timeout_min: int, previous: str) -> dict[str, Any]:
+    """The PATCH (and its preview): the mark of ``version`` and the ``previous`` one travel with the update."""
+    tags = stack_tags(tags, entry, version, previous if previous != version else None)
     return {"template": b.template, "files": b.files, "environment": b.environment, "parameters": params,
-            "clear_parameters": clear, "tags": ",".join(stack_tags(tags, entry, version)),
+            "clear_parameters": clear, "tags": ",".join(tags),
             "timeout_mins": timeout_min, "disable_rollback": False}
 
 
@@ -221,7 +223,7 @@ def apply(stacks: Stacks, p: Plan, b: Bundle, params: dict[str, Any], clear: lis
     if str(stack["stack_status"]).endswith("IN_PROGRESS"):
         stacks.say(f"{name}: {stack['stack_status']} (an earlier run?), waiting for it")
         stack = settle(stacks, name, sid, timeout, seen)
-    mark = parse_mark(stack.get("tags"))
+    mark = parse_mark(stack.get("tags"), str(stack["stack_status"]))
     if mark == (p.entry, p.target) and stack["stack_status"] in ("UPDATE_COMPLETE", "CREATE_COMPLETE"):
         stacks.say(f"{name}: at {p.entry}@{p.target} ({stack['stack_status']})")
         return str(stack["stack_status"])
@@ -229,7 +231,8 @@ def apply(stacks: Stacks, p: Plan, b: Bundle, params: dict[str, Any], clear: lis
     baseline = set(seen)  # progress adds what it reports to seen
     stacks.say(f"{name}: updating {p.entry} {p.current} -> {p.target}")
     call(stacks.api, "PATCH", f"/stacks/{name}/{sid}", f"stack update {name}",
-         json=update_body(b, params, clear, stack.get("tags"), p.entry, p.target, int(timeout // 60) + 1))
+         json=update_body(b, params, clear, stack.get("tags"), p.entry, p.target, int(timeout // 60) + 1,
+                          p.current))
     stack = settle(stacks, name, sid, timeout, seen, stale=before)
     status = str(stack["stack_status"])
     if status == "UPDATE_COMPLETE":
