@@ -168,6 +168,7 @@ class DemoStack:
         self.m, self.statuses, self.events = m, list(statuses), list(events or [])
         self.after_update = after_update or ["UPDATE_IN_PROGRESS", "UPDATE_COMPLETE"]
         self.tags = [f"nfvcat:demo@{version}"]
+        self.params = {"network": "net-a", "size": "1"}
         self.updated = "2026-11-26T10:00:00Z"
         self.preview: dict[str, Any] = {"replaced": [], "updated": [], "added": [], "deleted": [],
                                         "unchanged": [{"resource_name": "port", "resource_type": "OS::Neutron::Port"}]}
@@ -183,7 +184,7 @@ class DemoStack:
         if advance and len(self.statuses) > 1:
             self.statuses.pop(0)
         return {"id": "s1", "stack_name": "demo", "stack_status": status, "tags": self.tags,
-                "updated_time": self.updated, "parameters": {"network": "net-a", "size": "1"}}
+                "updated_time": self.updated, "parameters": self.params}
 
     def _update(self, req: Any, ctx: Any) -> dict[str, Any]:
         self.tags = req.json()["tags"].split(",")
@@ -232,6 +233,9 @@ def test_a_major_upgrade_is_refused_until_each_removed_parameter_is_mapped(heat:
     assert cli.main(["upgrade", "demo", "--yes", "--os-cloud", "x", "--no-check", "--map", "network=net"]) == 0
     [body] = stack.updates()
     assert body["parameters"] == {"net": "net-a"} and body["clear_parameters"] == ["network"]
+    stack.params = {"net": "net-a", "size": "1"}  # the same command again, on the upgraded stack: nothing to do
+    assert cli.main(["upgrade", "demo", "--yes", "--os-cloud", "x", "--no-check", "--map", "network=net"]) == 0
+    assert len(stack.updates()) == 1
     assert body["tags"] == "nfvcat:demo@2.0.0,nfvcat-from:demo@1.1.0" and body["disable_rollback"] is False
     assert "Upgrading to 2.0.0" in capsys.readouterr().out
 

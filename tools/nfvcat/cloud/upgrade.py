@@ -99,7 +99,7 @@ def mapped_parameters(stack: dict[str, Any], maps: dict[str, str], given: dict[s
     for old, new in maps.items():
         if new and new not in new_params:
             raise UserError(f"--map {old}={new}: the target version has no parameter {new}", EXIT_USAGE)
-        if new and new not in params:
+        if new and new not in params and (old in current or new not in current):  # else mapped by an earlier run
             value = current.get(old)
             if value is None or value == HIDDEN:
                 raise UserError(f"--map {old}={new}: Heat does not show {old}'s value (hidden or unset); "
