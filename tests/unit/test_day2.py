@@ -276,3 +276,16 @@ def test_an_update_heat_engine_lost_is_run_again_by_the_next_run(heat: Any, no_s
     assert cli.main(["upgrade", "demo", "--to", "1.1.0", "--yes", "--os-cloud", "x", "--no-check"]) == 0
     [body] = stack.updates()
     assert body["tags"] == "nfvcat:demo@1.1.0,nfvcat-from:demo@1.0.0"  # still from 1.0.0, should it roll back
+
+
+def test_an_update_no_engine_works_on_any_more_is_sent_again(heat: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    # heat-engine killed mid-update: the convergence engine leaves the stack UPDATE_IN_PROGRESS, no event comes
+    clock = iter(range(0, 10_000, 5))
+    monkeypatch.setattr("nfvcat.cloud.upgrade.time.monotonic", lambda: float(next(clock)))
+    monkeypatch.setattr("nfvcat.cloud.upgrade.time.sleep", lambda s: None)
+    stack = DemoStack(heat, "1.1.0", ["UPDATE_IN_PROGRESS"])
+    stack.tags.append("nfvcat-from:demo@1.0.0")
+    assert cli.main(["upgrade", "demo", "--to", "1.1.0", "--yes", "--os-cloud", "x", "--no-check",
+                     "--stall", "60"]) == 0
+    [body] = stack.updates()
+    assert body["tags"] == "nfvcat:demo@1.1.0,nfvcat-from:demo@1.0.0"

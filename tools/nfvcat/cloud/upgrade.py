@@ -109,12 +109,14 @@ def mapped_parameters(stack: dict[str, Any], maps: dict[str, str], given: dict[s
     return params, sorted(gone | set(maps))
 
 
-def resume(stacks: Stacks, name: str, timeout: float) -> None:
-    """An update or rollback an earlier, interrupted run left in progress: waited for before anything else."""
+def resume(stacks: Stacks, name: str, timeout: float, stall: float) -> None:
+    """An update or rollback an earlier, interrupted run left in progress: waited for before anything else (until
+    it settles, or makes no progress for ``stall`` seconds: then ``apply`` sends the update again)."""
     found = stacks.find(name)
     if found is not None and str(found["stack_status"]).endswith("IN_PROGRESS"):
         stacks.say(f"{name}: {found['stack_status']} (an earlier run?), waiting for it")
-        settle(stacks, name, str(found["id"]), timeout, {ev["id"] for ev in stacks.events(name, str(found["id"]))})
+        sid = str(found["id"])
+        settle(stacks, name, sid, timeout, {ev["id"] for ev in stacks.events(name, sid)}, stall=stall)
 
 
 def plan(stacks: Stacks, root: Path, name: str, target_entry: entries.Entry, b: Bundle, params: dict[str, Any],
@@ -183,15 +185,22 @@ SETTLED = ("UPDATE_COMPLETE", "ROLLBACK_COMPLETE", "ROLLBACK_FAILED", "CREATE_CO
 
 
 def settle(stacks: Stacks, name: str, sid: str, timeout: float, seen: set[str],
-           stale: str | None = None) -> dict[str, Any]:
+           stale: str | None = None, stall: float | None = None) -> dict[str, Any]:
     """Wait until the stack is no longer in progress, saying each resource's progress; UPDATE_FAILED counts only
-    once Heat has not started its rollback within a few polls (it fails first, then rolls back)."""
+    once Heat has not started its rollback within a few polls (it fails first, then rolls back). With ``stall``,
+    a stack still in progress with no new event for that long is returned as it is: nothing works on it (Heat's
+    convergence engine does not resume a traversal a restarted heat-engine was running)."""
     deadline = time.monotonic() + timeout
     failed_polls = 0
+    last, events = time.monotonic(), len(seen)
     while True:
         stack = stacks.get(name, sid)
         stacks.progress(name, sid, seen)
         status = str(stack["stack_status"])
+        if len(seen) != events:
+            last, events = time.monotonic(), len(seen)
+        if stall is not None and status.endswith("IN_PROGRESS") and time.monotonic() - last > stall:
+            return stack
         fresh = stale is None or stack.get("updated_time") != stale or status.endswith("IN_PROGRESS")
         if fresh and status in SETTLED:
             return stack
@@ -214,15 +223,20 @@ def failed_resource(stacks: Stacks, name: str, sid: str, since: set[str]) -> str
     return ""
 
 
-def apply(stacks: Stacks, p: Plan, b: Bundle, params: dict[str, Any], clear: list[str], timeout: float) -> str:
+def apply(stacks: Stacks, p: Plan, b: Bundle, params: dict[str, Any], clear: list[str], timeout: float,
+          stall: float) -> str:
     """Run the update (or finish one an earlier run left): returns the stack's final status; a failure that
-    Heat rolled back raises with the failed resource and its reason (exit 2)."""
+    Heat rolled back raises with the failed resource and its reason (exit 2). An update in progress with no event
+    for ``stall`` seconds is sent again (the convergence engine takes a new update over a stack in progress)."""
     name, sid = p.stack, p.stack_id
     stack = stacks.get(name, sid)
     seen = {ev["id"] for ev in stacks.events(name, sid)}
     if str(stack["stack_status"]).endswith("IN_PROGRESS"):
         stacks.say(f"{name}: {stack['stack_status']} (an earlier run?), waiting for it")
-        stack = settle(stacks, name, sid, timeout, seen)
+        stack = settle(stacks, name, sid, timeout, seen, stall=stall)
+        if str(stack["stack_status"]).endswith("IN_PROGRESS"):
+            stacks.say(f"{name}: no event for {stall:.0f} s in {stack['stack_status']} (heat-engine restarted?), "
+                       "sending the update again")
     mark = parse_mark(stack.get("tags"), str(stack["stack_status"]))
     if mark == (p.entry, p.target) and stack["stack_status"] in ("UPDATE_COMPLETE", "CREATE_COMPLETE"):
         stacks.say(f"{name}: at {p.entry}@{p.target} ({stack['stack_status']})")
@@ -233,8 +247,10 @@ def apply(stacks: Stacks, p: Plan, b: Bundle, params: dict[str, Any], clear: lis
     call(stacks.api, "PATCH", f"/stacks/{name}/{sid}", f"stack update {name}",
          json=update_body(b, params, clear, stack.get("tags"), p.entry, p.target, int(timeout // 60) + 1,
                           p.current))
-    stack = settle(stacks, name, sid, timeout, seen, stale=before)
+    stack = settle(stacks, name, sid, timeout, seen, stale=before, stall=stall)
     status = str(stack["stack_status"])
+    if status.endswith("IN_PROGRESS"):
+        raise UserError(f"{name}: no event for {stall:.0f} s in {status}; run nfvcat upgrade again", EXIT_FINDINGS)
     if status == "UPDATE_COMPLETE":
         return status
     cause = failed_resource(stacks, name, sid, baseline) or str(stack.get("stack_status_reason") or status)

@@ -42,6 +42,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     options.add_environments(p, "environment file, or the name of one of the target entry's examples")
     options.add_parameters(p)
     options.add_timeout(p, 900, "the stack update")
+    p.add_argument("--stall", type=float, default=600, metavar="SECONDS",
+                   help="an update in progress with no new event for this long is taken as lost (heat-engine "
+                        "restarted) and sent again (default 600)")
     options.add_checked(p)
     p.set_defaults(func=run)
 
@@ -61,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
     stacks = Stacks(conn, say)
     maps = dict(args.map)
     with cloud_errors(f"upgrade {args.stack}"):
-        upgrade.resume(stacks, args.stack, args.timeout)
+        upgrade.resume(stacks, args.stack, args.timeout, args.stall)
         full, entry_name, _ = upgrade.deployed_stack(stacks, args.stack)
         to = args.to or history.newest(root, entry_name, "heat")
         if to is None:
@@ -82,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
             return EXIT_OK
         if not args.yes and not confirm(plan):
             raise UserError("not confirmed (--yes skips the question)", EXIT_USAGE)
-        status = upgrade.apply(stacks, plan, b, params, clear, args.timeout)
+        status = upgrade.apply(stacks, plan, b, params, clear, args.timeout, args.stall)
         say(f"{args.stack}: {status}, {plan.entry}@{plan.target}")
         verdicts = [] if args.no_check else check_stack(conn, args.stack, *options.open_checked(args))
     if args.format == "json":
