@@ -56,6 +56,27 @@ def major_release(clone: Path) -> None:
         subprocess.run(["git", *git], cwd=clone, check=True)
 
 
+def wait_for_update(conn: Any) -> None:
+    deadline = time.monotonic() + 120
+    while conn.orchestration.get_stack(STACK).status != "UPDATE_IN_PROGRESS" and time.monotonic() < deadline:
+        time.sleep(0.3)
+    assert conn.orchestration.get_stack(STACK).status == "UPDATE_IN_PROGRESS"
+
+
+def kill_heat_engine() -> None:
+    """heat-engine dies (SIGKILL) and `nfvcat devcloud up` starts it again, as a host restart would."""
+    from nfvcat.lab.devcloud import procs
+    from nfvcat.lab.devcloud.state import State, default_dir
+
+    state = State(default_dir())
+    pid = procs.pid_of(state, "heat-engine")
+    assert pid, "heat-engine is not running"
+    os.killpg(pid, signal.SIGKILL)
+    procs.stop(state, "heat-engine", grace=5)
+    res = nfvcat("devcloud", "up", timeout=600)
+    assert res.returncode == 0, res.stderr[-2000:]
+
+
 def test_deploy_an_earlier_release_list_upgrade_and_an_interrupted_major_upgrade(conn: Any, tmp_path: Path) -> None:
     assert nfvcat("terminate", STACK).returncode == 0
     released = versions_of(STACK)
@@ -74,7 +95,17 @@ def test_deploy_an_earlier_release_list_upgrade_and_an_interrupted_major_upgrade
     assert f"CHANGELOG {newest}:" in res.stdout and f"{old} -> {newest}" in res.stdout
     assert listed()[STACK]["version"] == old  # a dry run changes nothing
 
-    res = nfvcat("upgrade", STACK, "--to", newest, "--yes", "--format", "json", "--host-access", "devcloud")
+    # the upgrade killed mid-update together with heat-engine (SIGKILL both), heat-engine started again: the
+    # next run finds the stack stalled in UPDATE_IN_PROGRESS and sends the update again
+    proc = subprocess.Popen([*NFVCAT, "upgrade", STACK, "--to", newest, "--yes"], cwd=ROOT,
+                            env={**os.environ, "OS_CLOUD": CLOUD}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wait_for_update(conn)
+    proc.kill()
+    proc.wait(timeout=30)
+    kill_heat_engine()
+    assert listed()[STACK]["status"] == "UPDATE_IN_PROGRESS"
+    res = nfvcat("upgrade", STACK, "--to", newest, "--yes", "--format", "json", "--host-access", "devcloud",
+                 "--stall", "20")
     assert res.returncode == 0, res.stderr
     report = json.loads(res.stdout)
     assert report["upgraded"] and report["status"] == "UPDATE_COMPLETE" and report["check"]["ok"]
@@ -93,9 +124,7 @@ def test_deploy_an_earlier_release_list_upgrade_and_an_interrupted_major_upgrade
                             cwd=ROOT, env={**os.environ, "OS_CLOUD": CLOUD, **env}, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    deadline = time.monotonic() + 120
-    while conn.orchestration.get_stack(STACK).status != "UPDATE_IN_PROGRESS" and time.monotonic() < deadline:
-        time.sleep(0.3)
+    wait_for_update(conn)
     proc.send_signal(signal.SIGINT)
     assert proc.wait(timeout=60) in (130, -signal.SIGINT), proc.stderr.read() if proc.stderr else ""
     assert listed(env)[STACK]["status"] in ("UPDATE_IN_PROGRESS", "UPDATE_COMPLETE")
