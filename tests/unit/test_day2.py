@@ -207,13 +207,15 @@ def test_upgrade_dry_run_prints_heats_preview_the_servers_that_go_down_and_the_c
     stack.preview["replaced"] = [{"resource_name": "server", "resource_type": "OS::Nova::Server",
                                   "physical_resource_id": "srv-1"}]
     stack.preview["deleted"] = [{"resource_name": "server", "resource_type": "OS::Nova::Server",
-                                 "parent_resource": "vnf", "physical_resource_id": "srv-2"}]
+                                 "parent_resource": "vnf"}]  # as Heat shows it: the stack's resources hold its id
+    heat.get(f"{HEAT}/stacks/demo/s1/resources", json={"resources": [
+        {"resource_name": "server", "parent_resource": "vnf", "physical_resource_id": "srv-9"}]})
     stack.preview["updated"] = [{"resource_name": "port", "resource_type": "OS::Neutron::Port"}]
     assert cli.main(["upgrade", "demo", "--to", "1.1.0", "--dry-run", "--os-cloud", "x"]) == 0
     out = capsys.readouterr().out
     assert "demo: demo 1.0.0 -> 1.1.0 (minor), stack CREATE_COMPLETE" in out
     assert "  replaced   server (OS::Nova::Server)" in out and "  updated    port (OS::Neutron::Port)" in out
-    assert "Servers that go down: \n  server (srv-1): replaced\n  vnf/server (srv-2): deleted\n" in out
+    assert "Servers that go down: \n  server (server srv-1): replaced\n  vnf/server (server srv-9): deleted\n" in out
     assert "State a replacement does not inherit:\n  server holds the session keys; to carry it: none; peers re-key" \
         in out
     assert "Interface change: none" in out and "CHANGELOG 1.1.0:" in out

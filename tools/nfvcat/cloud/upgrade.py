@@ -131,17 +131,22 @@ def plan(stacks: Stacks, root: Path, name: str, target_entry: entries.Entry, b: 
                json=body)
     changes = res.get("resource_changes") or {}
     for kind in KINDS:
-        p.changes[kind] = [{"name": str(r.get("resource_name")), "type": str(r.get("resource_type")),
+        p.changes[kind] = [{"name": str(r.get("resource_name")),
+                            "type": str(r.get("resource_type")).rsplit("/", 1)[-1],  # a nested template's file name
                             "parent": str(r.get("parent_resource") or ""),
                             "id": str(r.get("physical_resource_id") or "")} for r in changes.get(kind) or []]
     added = {(r["name"], r["parent"]) for r in p.changes["added"]}
-    for r in p.changes["replaced"] + p.changes["deleted"]:
-        if r["type"] == SERVER:
-            how = "replaced" if r in p.changes["replaced"] or (r["name"], r["parent"]) in added else "deleted"
-            where = f"{r['parent']}/" if r["parent"] else ""
-            p.downtime.append(f"{where}{r['name']} ({r['id'] or 'no server yet'}): {how}")
-            p.state += [f"{where}{r['name']} holds {s.get('holds')}; to carry it: {s.get('carry')}"
-                        for s in target_entry.state(r["name"], r["parent"])]
+    going = [r for r in p.changes["replaced"] + p.changes["deleted"] if r["type"] == SERVER]
+    # the preview shows a replaced resource as its replacement (no id yet): the server that goes is the stack's
+    ids = {(str(r.get("resource_name")), str(r.get("parent_resource") or "")): str(r.get("physical_resource_id"))
+           for r in stacks.resources(name, sid)} if going else {}
+    for r in going:
+        how = "replaced" if r in p.changes["replaced"] or (r["name"], r["parent"]) in added else "deleted"
+        where = f"{r['parent']}/" if r["parent"] else ""
+        server = r["id"] or ids.get((r["name"], r["parent"])) or "no server"
+        p.downtime.append(f"{where}{r['name']} (server {server}): {how}")
+        p.state += [f"{where}{r['name']} holds {s.get('holds')}; to carry it: {s.get('carry')}"
+                    for s in target_entry.state(r["name"], r["parent"])]
     try:
         old_if = history.interface(root, entry, "heat", current)
     except UserError:
