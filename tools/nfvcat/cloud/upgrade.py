@@ -109,14 +109,17 @@ def mapped_parameters(stack: dict[str, Any], maps: dict[str, str], given: dict[s
     return params, sorted(gone | set(maps))
 
 
-def resume(stacks: Stacks, name: str, timeout: float, stall: float) -> None:
+def resume(stacks: Stacks, name: str, timeout: float, stall: float) -> bool:
     """An update or rollback an earlier, interrupted run left in progress: waited for before anything else (until
-    it settles, or makes no progress for ``stall`` seconds: then ``apply`` sends the update again)."""
+    it settles, or makes no progress for ``stall`` seconds: then ``apply`` sends the update again). True when it
+    made no progress."""
     found = stacks.find(name)
     if found is not None and str(found["stack_status"]).endswith("IN_PROGRESS"):
         stacks.say(f"{name}: {found['stack_status']} (an earlier run?), waiting for it")
         sid = str(found["id"])
-        settle(stacks, name, sid, timeout, {ev["id"] for ev in stacks.events(name, sid)}, stall=stall)
+        stack = settle(stacks, name, sid, timeout, {ev["id"] for ev in stacks.events(name, sid)}, stall=stall)
+        return str(stack["stack_status"]).endswith("IN_PROGRESS")
+    return False
 
 
 def plan(stacks: Stacks, root: Path, name: str, target_entry: entries.Entry, b: Bundle, params: dict[str, Any],
@@ -229,14 +232,15 @@ def failed_resource(stacks: Stacks, name: str, sid: str, since: set[str]) -> str
 
 
 def apply(stacks: Stacks, p: Plan, b: Bundle, params: dict[str, Any], clear: list[str], timeout: float,
-          stall: float) -> str:
+          stall: float, lost: bool = False) -> str:
     """Run the update (or finish one an earlier run left): returns the stack's final status; a failure that
     Heat rolled back raises with the failed resource and its reason (exit 2). An update in progress with no event
-    for ``stall`` seconds is sent again (the convergence engine takes a new update over a stack in progress)."""
+    for ``stall`` seconds (or ``lost``: ``resume`` saw none) is sent again (the convergence engine takes a new
+    update over a stack in progress)."""
     name, sid = p.stack, p.stack_id
     stack = stacks.get(name, sid)
     seen = {ev["id"] for ev in stacks.events(name, sid)}
-    if str(stack["stack_status"]).endswith("IN_PROGRESS"):
+    if str(stack["stack_status"]).endswith("IN_PROGRESS") and not lost:
         stacks.say(f"{name}: {stack['stack_status']} (an earlier run?), waiting for it")
         stack = settle(stacks, name, sid, timeout, seen, stall=stall)
         if str(stack["stack_status"]).endswith("IN_PROGRESS"):
@@ -248,7 +252,8 @@ def apply(stacks: Stacks, p: Plan, b: Bundle, params: dict[str, Any], clear: lis
         return str(stack["stack_status"])
     before = stack.get("updated_time") or ""
     baseline = set(seen)  # progress adds what it reports to seen
-    stacks.say(f"{name}: updating {p.entry} {p.current} -> {p.target}")
+    stacks.say(f"{name}: updating {p.entry} {p.current} -> {p.target}" if p.current != p.target else
+               f"{name}: updating to {p.entry}@{p.target} again ({stack['stack_status']})")
     call(stacks.api, "PATCH", f"/stacks/{name}/{sid}", f"stack update {name}",
          json=update_body(b, params, clear, stack.get("tags"), p.entry, p.target, int(timeout // 60) + 1,
                           p.current))

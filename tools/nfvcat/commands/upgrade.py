@@ -64,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
     stacks = Stacks(conn, say)
     maps = dict(args.map)
     with cloud_errors(f"upgrade {args.stack}"):
-        upgrade.resume(stacks, args.stack, args.timeout, args.stall)
+        lost = upgrade.resume(stacks, args.stack, args.timeout, args.stall)
         full, entry_name, _ = upgrade.deployed_stack(stacks, args.stack)
         to = args.to or history.newest(root, entry_name, "heat")
         if to is None:
@@ -85,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
             return EXIT_OK
         if not args.yes and not confirm(plan):
             raise UserError("not confirmed (--yes skips the question)", EXIT_USAGE)
-        status = upgrade.apply(stacks, plan, b, params, clear, args.timeout, args.stall)
+        status = upgrade.apply(stacks, plan, b, params, clear, args.timeout, args.stall, lost)
         say(f"{args.stack}: {status}, {plan.entry}@{plan.target}")
         verdicts = [] if args.no_check else check_stack(conn, args.stack, *options.open_checked(args))
     if args.format == "json":
