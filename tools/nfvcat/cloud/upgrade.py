@@ -24,6 +24,7 @@ from nfvcat.cloud.connect import call
 from nfvcat.cloud.marks import parse_mark, stack_tags
 from nfvcat.cloud.stacks import Bundle, Stacks
 from nfvcat.core.errors import EXIT_FINDINGS, EXIT_USAGE, UserError
+from nfvcat.core.waiting import TimedOut, until
 
 KINDS = ("replaced", "updated", "added", "deleted", "unchanged")
 SERVER = "OS::Nova::Server"
@@ -198,28 +199,29 @@ def settle(stacks: Stacks, name: str, sid: str, timeout: float, seen: set[str],
     once Heat has not started its rollback within a few polls (it fails first, then rolls back). With ``stall``,
     a stack still in progress with no new event for that long is returned as it is: nothing works on it (Heat's
     convergence engine does not resume a traversal a restarted heat-engine was running)."""
-    deadline = time.monotonic() + timeout
     failed_polls = 0
     last, events = time.monotonic(), len(seen)
-    while True:
+
+    def poll() -> tuple[dict[str, Any], bool]:  # (the stack, whether the wait is over)
+        nonlocal failed_polls, last, events
         stack = stacks.get(name, sid)
         stacks.progress(name, sid, seen)
         status = str(stack["stack_status"])
         if len(seen) != events:
             last, events = time.monotonic(), len(seen)
         if stall is not None and status.endswith("IN_PROGRESS") and time.monotonic() - last > stall:
-            return stack
+            return stack, True
         fresh = stale is None or stack.get("updated_time") != stale or status.endswith("IN_PROGRESS")
-        if fresh and status in SETTLED:
-            return stack
-        if fresh and status.endswith("FAILED"):
+        if fresh and status.endswith("FAILED") and status not in SETTLED:
             failed_polls += 1
-            if failed_polls >= 3 or stack.get("disable_rollback"):
-                return stack
-        if time.monotonic() > deadline:
-            raise UserError(f"{name}: still {status} after {timeout:.0f} s; run nfvcat upgrade again to wait on",
-                            EXIT_FINDINGS)
-        time.sleep(2)
+        return stack, fresh and (status in SETTLED or failed_polls >= 3 or (
+            status.endswith("FAILED") and bool(stack.get("disable_rollback"))))
+
+    try:
+        return until(poll, lambda got: got[1], timeout=timeout, what=name, state=lambda got: got[0]["stack_status"],
+                     first=1.0, most=4.0)[0]
+    except TimedOut as exc:
+        raise UserError(f"{exc}; run nfvcat upgrade again to wait on", EXIT_FINDINGS) from None
 
 
 def failed_resource(stacks: Stacks, name: str, sid: str, since: set[str]) -> str:
