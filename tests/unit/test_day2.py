@@ -95,6 +95,13 @@ def test_a_release_whose_files_do_not_have_the_recorded_digests_is_refused(repo:
         history.resolve(repo, "demo@2.1.0", "heat")
 
 
+def test_validate_takes_a_released_version(repo: Path, capsys: Any) -> None:
+    assert cli.main(["validate", "demo@1.0.0", "--no-server", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["summary"]["files"] >= 2  # the release's entry.yaml and template
+    assert cli.main(["validate", "demo@1.5.0", "--no-server"]) == 1
+    assert "never released (released: 1.0.0, 1.1.0, 2.0.0)" in capsys.readouterr().err
+
+
 def test_a_chains_vnf_server_state_is_the_nested_entrys() -> None:
     from nfvcat.catalog import entries
     from tests.conftest import ROOT
