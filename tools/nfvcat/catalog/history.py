@@ -204,10 +204,11 @@ def resolve(root: Path, spec: str, kind: str) -> entries.Entry:
     return entries.Entry(entry_dir.resolve(), meta)
 
 
-def template(spec: str, kind: str = "heat", root: Path | None = None) -> entries.Template:
-    """``entries.template`` (a file, an entry directory or name), and ``NAME@VERSION``: that release's entry."""
+def released_template(spec: str, kind: str = "heat", root: Path | None = None) -> entries.Template | None:
+    """What ``NAME@VERSION`` names for a command's TEMPLATE: that release's entry; None for anything else (a
+    file, an entry directory or name: ``entries.template``, the one resolver, answers those)."""
     if split(spec)[1] is None or Path(spec).exists():
-        return entries.template(spec, kind, root)
+        return None
     entry = resolve(root or catalog.require_root(), spec, kind)
     return entries.Template(entry.template, entry.dir)
 
