@@ -139,7 +139,8 @@ def test_instantiate_at_a_released_version_deploys_its_files_and_marks_the_stack
     m.get(f"{HEAT}/stacks/demo/s1/events", json={"events": []})
     m.get(f"{HEAT}/stacks/demo/s1", json={"stack": {"id": "s1", "stack_name": "demo",
                                                     "stack_status": "CREATE_COMPLETE"}})
-    assert cli.main(["instantiate", "demo@1.0.0", "--no-check", "--os-cloud", "x", "-P", "network=n"]) == 0
+    assert cli.main(["instantiate", "demo@1.0.0", "--no-check", "--ready-timeout", "0", "--os-cloud", "x",
+                     "-P", "network=n"]) == 0
     body = sent(m, "POST", r"/stacks$")[0].json()
     assert "network" in body["template"]["parameters"] and "net" not in body["template"]["parameters"]
     assert body["tags"] == "nfvcat:demo@1.0.0"
