@@ -59,7 +59,7 @@ def main() -> int:
     new_dir = history.resolve(ROOT, f"{STACK}@{new}", "heat").dir
     run(nfvcat, "terminate", STACK, env=env)
     run(nfvcat, "instantiate", f"{STACK}@{old}", "-e", "ovs-dpdk", "-P", f"image={glance_name('vrouter')}",
-        "--no-check", env=env)
+        "--no-check", "--ready-timeout", "0", env=env)
     try:
         arms = {
             "list": ([nfvcat, "list", "--format", "json"], [openstack, "stack", "list", "-f", "json"]),
