@@ -91,13 +91,16 @@ class TackerFake:
         m.post(re.compile(rf"^{lcm}/vnf_lcm_op_occs/[^/]+/rollback$"), text=self._rollback)
 
     def _list(self, req: Any, ctx: Any) -> list[dict[str, Any]]:
+        if "filter" not in req.url:
+            return list(self.instances.values())
         return [i for i in self.instances.values() if f"vnfInstanceName%2C{i['vnfInstanceName']}%29" in req.url
                 or f"vnfInstanceName,{i['vnfInstanceName']})" in req.url]
 
     def _create(self, req: Any, ctx: Any) -> dict[str, Any]:
         body = req.json()
         inst = {"id": f"inst-{len(self.instances) + 1}", "vnfdId": body["vnfdId"],
-                "vnfInstanceName": body["vnfInstanceName"], "instantiationState": "NOT_INSTANTIATED"}
+                "vnfInstanceName": body["vnfInstanceName"], "instantiationState": "NOT_INSTANTIATED",
+                "vnfInstanceDescription": body.get("vnfInstanceDescription"), "metadata": body.get("metadata", {})}
         self.instances[inst["id"]] = inst
         return inst
 

@@ -61,6 +61,18 @@ def test_instantiate_sends_the_sol003_request_and_reports_what_tacker_made(fake:
     assert json.loads(tacker_lcm.report(vnf, None, "json")) == {"vnf": vnf}
 
 
+def test_instantiate_marks_the_vnf_instance_with_its_entry_version_and_list_shows_it(fake: Any) -> None:
+    from nfvcat.cloud import deployed
+
+    m, conn, _ = fake
+    tacker_lcm.instantiate(conn, _tk(conn, []), ENTRY.dir, ENTRY.meta, _req(), 60)
+    mark = f"nfvcat:{ENTRY.name}@{ENTRY.version}"
+    assert sent(m, "POST", r"/vnflcm/v2/vnf_instances$")[0].json()["metadata"] == {"nfvcat": mark}
+    rows = deployed.vnf_instances(conn)
+    assert [(r.via, r.name, r.entry, r.version, r.status) for r in rows] == [
+        ("tacker", "vr1", ENTRY.name, ENTRY.version, "INSTANTIATED")]
+
+
 def test_instantiate_is_idempotent(fake: Any) -> None:
     m, conn, _ = fake
     tk = _tk(conn, [])

@@ -59,6 +59,27 @@ class Entry:
     def images(self) -> list[dict[str, Any]]:
         return [i for i in self.meta.get("images") or [] if isinstance(i, dict)]
 
+    def state(self, resource: str, parent: str = "") -> list[dict[str, str]]:
+        """What the server ``resource`` holds that a replacement does not inherit, and how to carry it over
+        (entry.yaml ``state``): this entry's own, or, with ``parent``, the entry whose template the resource
+        ``parent`` of this entry's template nests (a chain's VNF)."""
+        meta = self.meta
+        if parent:
+            try:
+                data = yamlpos.load(self.template.read_text(encoding="utf-8"))[0]
+            except (OSError, UnicodeDecodeError, yamlpos.DocumentError):
+                return []
+            res = ((data.get("resources") or {}) if isinstance(data, dict) else {}).get(parent)
+            rtype = res.get("type") if isinstance(res, dict) else None
+            if not isinstance(rtype, str) or not rtype.endswith((".yaml", ".yml")):
+                return []
+            nested = catalog.entry_of(self.template.parent / rtype)
+            found = read_meta(nested) if nested else None
+            if nested is None or found is None:
+                return []
+            meta = found
+        return [dict(s) for s in meta.get("state") or [] if isinstance(s, dict) and s.get("resource") == resource]
+
     def examples(self) -> list[Path]:
         return catalog.examples_of(self.dir)
 

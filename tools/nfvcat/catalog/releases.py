@@ -73,7 +73,8 @@ def load_yaml(raw: bytes) -> Any:
         return None
 
 
-def _git(cwd: Path, *args: str) -> subprocess.CompletedProcess[bytes] | None:
+def run_git(cwd: Path, *args: str) -> subprocess.CompletedProcess[bytes] | None:
+    """``git ARGS`` in ``cwd``, its output captured; None when git is missing or hangs."""
     try:
         return subprocess.run(["git", *args], cwd=cwd, capture_output=True, check=False, timeout=60)
     except (FileNotFoundError, subprocess.TimeoutExpired):
@@ -83,7 +84,7 @@ def _git(cwd: Path, *args: str) -> subprocess.CompletedProcess[bytes] | None:
 def catalog_files(root: Path) -> list[str]:
     """The catalog's files relative to ``root``: git's view (tracked and untracked, minus ignored files) in a
     work tree, so build outputs never count; every non-hidden file in a plain copy."""
-    proc = _git(root, "ls-files", "--cached", "--others", "--exclude-standard", "-z", "--", *CATALOG_DIRS)
+    proc = run_git(root, "ls-files", "--cached", "--others", "--exclude-standard", "-z", "--", *CATALOG_DIRS)
     if proc is not None and proc.returncode == 0:
         names = {p for p in proc.stdout.decode("utf-8", "replace").split("\0") if p}
         return sorted(p for p in names if (root / p).is_file())
@@ -205,11 +206,11 @@ def read_record(root: Path, ref: str | None = None) -> dict[str, Any] | None:
     if ref is None:
         path = record_path(root)
         return parse_record(path.read_bytes(), str(path)) if path.is_file() else None
-    top = _git(root, "rev-parse", "--show-toplevel")
+    top = run_git(root, "rev-parse", "--show-toplevel")
     if top is None or top.returncode != 0:
         raise RecordError(f"{root}: not a git work tree, so no record at {ref}")
     rel = os.path.relpath(record_path(root.resolve()), top.stdout.decode().strip()).replace(os.sep, "/")
-    proc = _git(root, "show", f"{ref}:{rel}")
+    proc = run_git(root, "show", f"{ref}:{rel}")
     if proc is None or proc.returncode != 0:
         msg = proc.stderr.decode("utf-8", "replace").strip().splitlines() if proc else []
         raise RecordError(f"no {rel} at {ref}: {msg[-1] if msg else 'git failed'}")
@@ -235,26 +236,34 @@ def release_date(root: Path, entry: str, version: str) -> str | None:
     return str(item["released"])
 
 
-def recorded_dates(root: Path) -> dict[tuple[str, str], str]:
-    """(entry, version) -> the day (UTC) of the first commit whose record holds that version: the release date
-    of a version recorded before records carried dates. Empty outside git."""
-    top = _git(root, "rev-parse", "--show-toplevel")
+def record_history(root: Path) -> list[tuple[str, int, dict[str, Any]]]:
+    """Every committed version of the record, oldest first: (commit, commit time, the parsed record); one this
+    nfvcat cannot read is left out. Empty outside git. The releases are these commits, tags or not."""
+    top = run_git(root, "rev-parse", "--show-toplevel")
     if top is None or top.returncode != 0:
-        return {}
+        return []
     rel = os.path.relpath(record_path(root.resolve()), top.stdout.decode().strip()).replace(os.sep, "/")
-    log = _git(root, "log", "--reverse", "--format=%H %ct", "--", rel)
-    found: dict[tuple[str, str], str] = {}
+    log = run_git(root, "log", "--reverse", "--format=%H %ct", "--", rel)
+    out = []
     for line in log.stdout.decode().split("\n") if log is not None and log.returncode == 0 else []:
         commit, _, stamp = line.partition(" ")
-        shown = _git(root, "show", f"{commit}:{rel}") if stamp else None
+        shown = run_git(root, "show", f"{commit}:{rel}") if stamp else None
         if shown is None or shown.returncode != 0:
             continue
         try:
-            entries = parse_record(shown.stdout, f"{commit}:{rel}")["entries"]
+            out.append((commit, int(stamp), parse_record(shown.stdout, f"{commit}:{rel}")))
         except RecordError:
             continue
-        day = datetime.fromtimestamp(int(stamp), UTC).date().isoformat()
-        for name, item in entries.items():
+    return out
+
+
+def recorded_dates(root: Path) -> dict[tuple[str, str], str]:
+    """(entry, version) -> the day (UTC) of the first commit whose record holds that version: the release date
+    of a version recorded before records carried dates. Empty outside git."""
+    found: dict[tuple[str, str], str] = {}
+    for _, stamp, record in record_history(root):
+        day = datetime.fromtimestamp(stamp, UTC).date().isoformat()
+        for name, item in record["entries"].items():
             found.setdefault((str(name), str(item.get("version"))), day)
     return found
 
@@ -358,10 +367,10 @@ def tag(root: Path, entries: dict[str, Entry]) -> tuple[list[str], str | None]:
         if e.version is None:
             continue
         t = tag_name(name, e.version)
-        exists = _git(root, "rev-parse", "--verify", "--quiet", f"refs/tags/{t}")
+        exists = run_git(root, "rev-parse", "--verify", "--quiet", f"refs/tags/{t}")
         if exists is not None and exists.returncode == 0:
             continue
-        proc = _git(root, "tag", t, "HEAD")
+        proc = run_git(root, "tag", t, "HEAD")
         if proc is None or proc.returncode != 0:
             msg = proc.stderr.decode("utf-8", "replace").strip() if proc else "git failed"
             raise RecordError(f"git tag {t}: {msg}")
@@ -370,5 +379,5 @@ def tag(root: Path, entries: dict[str, Entry]) -> tuple[list[str], str | None]:
 
 
 def _inside_git(root: Path) -> bool:
-    proc = _git(root, "rev-parse", "--is-inside-work-tree")
+    proc = run_git(root, "rev-parse", "--is-inside-work-tree")
     return proc is not None and proc.returncode == 0

@@ -101,7 +101,7 @@ class Stacks:
                     return {"stack_status": "DELETE_COMPLETE"}, "DELETE_COMPLETE"
                 raise UserError(f"stack {name} disappeared while waiting for {action}", EXIT_ENGINE)
             stack = dict(body["stack"])
-            self._progress(name, sid, seen)
+            self.progress(name, sid, seen)
             status = stack["stack_status"]
             if stale is not None and stack.get("updated_time") == stale and not status.endswith("IN_PROGRESS"):
                 status = "WAITING"
@@ -115,7 +115,8 @@ class Stacks:
         except TimedOut as exc:
             raise StackFailed(exc.last[0], f"timed out after {timeout:.0f} s in {exc.last[1]}") from None
 
-    def _progress(self, name: str, sid: str, seen: set[str]) -> None:
+    def progress(self, name: str, sid: str, seen: set[str]) -> None:
+        """Say each new event of the stack and its nested stacks (one line per resource state)."""
         for ev in self.events(name, sid):
             if ev["id"] in seen:
                 continue
@@ -174,10 +175,11 @@ def stack_parameters(template: dict[str, Any], given: dict[str, str], day0: str 
     return params
 
 
-def converge(stacks: Stacks, name: str, b: Bundle, params: dict[str, Any], timeout: float) -> str:
-    """Bring stack ``name`` to the bundle: wait for one in progress (an earlier, interrupted run), update a
-    complete one in place, replace a failed one, create a missing one. On failure the stack is deleted, so
-    nothing is left, and the failing resource's reason is raised (exit 2)."""
+def converge(stacks: Stacks, name: str, b: Bundle, params: dict[str, Any], timeout: float,
+             tags: list[str] | None = None) -> str:
+    """Bring stack ``name`` to the bundle (and ``tags``): wait for one in progress (an earlier, interrupted run),
+    update a complete one in place, replace a failed one, create a missing one. On failure the stack is deleted,
+    so nothing is left, and the failing resource's reason is raised (exit 2)."""
     timeout_min = int(timeout // 60) + 1
     say = stacks.say
     cur = stacks.find(name)
@@ -195,7 +197,7 @@ def converge(stacks: Stacks, name: str, b: Bundle, params: dict[str, Any], timeo
         if cur is not None and status in DONE:
             say(f"{name}: exists ({status}), updating in place")
             before = stacks.get(name, sid).get("updated_time") or ""
-            stacks.update(name, sid, b, params, timeout_min)
+            stacks.update(name, sid, b, params, timeout_min, tags)
             try:
                 stacks.wait(name, sid, "UPDATE", timeout, stale=before)
             except StackFailed as exc:
@@ -207,7 +209,7 @@ def converge(stacks: Stacks, name: str, b: Bundle, params: dict[str, Any], timeo
             stacks.delete(name, sid)
             stacks.wait(name, sid, "DELETE", timeout)
     say(f"{name}: creating")
-    sid = stacks.create(name, b, params, timeout_min)
+    sid = stacks.create(name, b, params, timeout_min, tags)
     try:
         stacks.wait(name, sid, "CREATE", timeout)
     except StackFailed as exc:

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from nfvcat.cloud.connect import call, cloud_errors
+from nfvcat.cloud.marks import METADATA_KEY, mark
 from nfvcat.cloud.stacks import LEAK_PATHS
 from nfvcat.core.errors import EXIT_ENGINE, EXIT_FINDINGS, EXIT_USAGE, UserError
 from nfvcat.core.waiting import TimedOut, until
@@ -51,6 +52,20 @@ def adapter(conn: Any) -> Any:
     return ks_adapter.Adapter(session=conn.session, service_type=SERVICE_TYPE,
                               interface=cfg.get_interface(SERVICE_TYPE), region_name=cfg.get_region_name(SERVICE_TYPE),
                               endpoint_override=cfg.get_endpoint(SERVICE_TYPE))
+
+
+def available(conn: Any) -> bool:
+    """Whether the cloud has Tacker: an endpoint override, else the service catalog's entry."""
+    from keystoneauth1 import exceptions as ksa
+
+    cfg = conn.config
+    if cfg.get_endpoint(SERVICE_TYPE):
+        return True
+    try:
+        return bool(conn.session.get_endpoint(service_type=SERVICE_TYPE, interface=cfg.get_interface(SERVICE_TYPE),
+                                              region_name=cfg.get_region_name(SERVICE_TYPE)))
+    except ksa.EndpointNotFound:
+        return False
 
 
 def _problem(resp: Any) -> str:
@@ -108,8 +123,11 @@ class Tacker:
     def show(self, inst_id: str) -> dict[str, Any]:
         return dict(self.request("GET", f"{LCM}/vnf_instances/{inst_id}", f"VNF instance {inst_id}").json())
 
-    def create(self, vnfd_id: str, name: str, description: str) -> dict[str, Any]:
-        body = {"vnfdId": vnfd_id, "vnfInstanceName": name, "vnfInstanceDescription": description}
+    def create(self, vnfd_id: str, name: str, description: str,
+               metadata: dict[str, str] | None = None) -> dict[str, Any]:
+        body: dict[str, Any] = {"vnfdId": vnfd_id, "vnfInstanceName": name, "vnfInstanceDescription": description}
+        if metadata:
+            body["metadata"] = metadata
         return dict(self.request("POST", f"{LCM}/vnf_instances", f"create VNF instance {name}", ok=(201,),
                                  json=body).json())
 
@@ -307,7 +325,8 @@ def instantiate(conn: Any, tk: Tacker, entry_dir: Path, entry: dict[str, Any], r
         tk.delete(inst["id"])
         inst = None
     if inst is None:
-        inst = tk.create(vid, req.name, f"{entry['name']} {entry['version']} (nfvcat instantiate --via tacker)")
+        inst = tk.create(vid, req.name, f"{entry['name']}@{entry['version']} (nfvcat instantiate --via tacker)",
+                         {METADATA_KEY: mark(entry["name"], entry["version"])})
         tk.say(f"{req.name}: VNF instance {inst['id']} created from vnfdId {vid}")
     body: dict[str, Any] = {"flavourId": req.flavour, "extVirtualLinks": links,
                             "additionalParams": {**req.additional, **USER_DATA}}

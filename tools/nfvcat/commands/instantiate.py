@@ -26,8 +26,9 @@ from nfvcat.core.errors import EXIT_FINDINGS, EXIT_OK
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("instantiate", help="deploy a chain of the catalog as a Heat stack (or a VNF package "
                               "through Tacker), then check it", description=__doc__)
-    p.add_argument("chain", help="catalog entry in templates/heat (e.g. chain-vrouter), its directory or a template; "
-                                 "with --via tacker, a vnfd entry (e.g. vnfd/vnf-vrouter)")
+    p.add_argument("chain", help="catalog entry in templates/heat (e.g. chain-vrouter), its directory or a template, "
+                                 "or NAME@VERSION for a released version (its files from the release record and git "
+                                 "history); with --via tacker, a vnfd entry (e.g. vnfd/vnf-vrouter)")
     options.add_via(p, "heat", "tacker")
     tk = p.add_argument_group("--via tacker")
     tk.add_argument("--vnf", metavar="NAME", help="VNF instance name (default: the entry's name)")
@@ -50,26 +51,29 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from nfvcat.catalog import entries
+    from nfvcat.catalog import entries, history
     from nfvcat.cloud.check import check_stack
     from nfvcat.cloud.connect import cloud_errors, connect
+    from nfvcat.cloud.marks import mark
     from nfvcat.cloud.readiness import stack_ready
     from nfvcat.cloud.stacks import Stacks, bundle, converge, stack_parameters
     from nfvcat.cloud.verdicts import passed, report
 
     if args.via == "tacker":
         return _via_tacker(args)
-    found = entries.template(args.chain)
+    found = history.released_template(args.chain) or entries.template(args.chain)
     b = bundle(found.path, found.environments(args.environment))
     params = stack_parameters(b.template, dict(args.parameter), args.day0, args.secrets)
     inv, access = options.open_checked(args)
-    name = args.stack or (entries.load(found.entry_dir).name if found.entry_dir else found.path.stem)
+    meta = entries.read_meta(found.entry_dir) if found.entry_dir else None  # a release's passed its day's schema
+    name = args.stack or (str(meta["name"]) if meta else found.path.stem)
+    tags = [mark(str(meta["name"]), str(meta["version"]))] if meta and "version" in meta else None
     conn = connect(args.os_cloud)
     say = options.progress(args)
 
     with cloud_errors(f"instantiate {name}"):
-        sid = converge(Stacks(conn, say), name, b, params, args.timeout)
-        say(f"{name}: stack {sid} complete")
+        sid = converge(Stacks(conn, say), name, b, params, args.timeout, tags)
+        say(f"{name}: stack {sid} complete" + (f" ({tags[0].removeprefix('nfvcat:')})" if tags else ""))
         ready = stack_ready(conn, name, args.ready_timeout, say)
         if args.no_check:
             return EXIT_OK
@@ -80,11 +84,11 @@ def run(args: argparse.Namespace) -> int:
 
 def _via_tacker(args: argparse.Namespace) -> int:
     from nfvcat import catalog
-    from nfvcat.catalog import entries
+    from nfvcat.catalog import history
     from nfvcat.cloud import tacker_lcm
     from nfvcat.cloud.connect import connect
 
-    entry = entries.find(catalog.require_root(), args.chain, "vnfd")
+    entry = history.resolve(catalog.require_root(), args.chain, "vnfd")
     req = tacker_lcm.Request(name=args.vnf or entry.name, flavour=args.flavour, level=args.instantiation_level,
                              ext_networks=dict(args.ext_net),
                              additional=tacker_lcm.additional_params(entry.dir, dict(args.parameter), args.secrets))

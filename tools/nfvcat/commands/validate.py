@@ -38,7 +38,8 @@ def _own_parser() -> argparse.ArgumentParser:
 
 def _arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("paths", nargs="*", metavar="PATH",
-                   help="files or directories (default: the whole catalog)")
+                   help="files or directories (default: the whole catalog); NAME@VERSION for a released version of an "
+                        "entry")
     options.add_environments(p, "Heat environment file for the templates (repeatable)")
     options.add_parameters(p)
     options.add_format(p, "sarif")
@@ -62,7 +63,22 @@ def _arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _call(args: argparse.Namespace) -> dict[str, Any]:
-    return {k: v for k, v in vars(args).items() if k not in ("func", "command")}
+    call = {k: v for k, v in vars(args).items() if k not in ("func", "command")}
+    if any("@" in p for p in args.paths):
+        call["paths"] = [_released(p) for p in args.paths]
+    return call
+
+
+def _released(path: str) -> str:
+    """A PATH that is no file but NAME@VERSION: that release's entry directory (git history, checked digests)."""
+    import os
+
+    if "@" not in path or os.path.exists(path):
+        return path
+    from nfvcat import catalog
+    from nfvcat.catalog import history
+
+    return str(history.locate(catalog.require_root(), path))
 
 
 def run(args: argparse.Namespace) -> int:

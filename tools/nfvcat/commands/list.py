@@ -1,0 +1,48 @@
+"""``nfvcat list``: what nfvcat deployed on the cloud (Heat stacks and Tacker VNF instances carrying its
+``nfvcat:NAME@VERSION`` mark), each with its catalog entry, version and status, the newest version the catalog
+offers (its releases and the working tree) and ``outdated`` where that one is newer (``nfvcat upgrade``).
+``-f table|value|csv|yaml`` and ``-c COLUMN`` print as the openstack CLI does."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from nfvcat.commands import options
+from nfvcat.core.errors import EXIT_OK
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("list", help="deployed chains and VNF instances, their entry version and whether "
+                              "the catalog has a newer one", description=__doc__)
+    options.add_cloud(p)
+    options.add_format(p, columns=True)
+    p.set_defaults(func=run)
+
+
+COLUMNS = ("via", "name", "entry", "version", "status", "newest", "outdated")
+
+
+def run(args: argparse.Namespace) -> int:
+    from nfvcat import catalog
+    from nfvcat.cloud.connect import cloud_errors, connect
+    from nfvcat.cloud.deployed import listing
+
+    root = catalog.require_root()
+    conn = connect(args.os_cloud)
+    with cloud_errors("list"):
+        rows = listing(conn, root)
+    if options.tabular(args):  # -f table|value|csv|yaml, -c COLUMN: as `openstack stack list`
+        options.emit(args, COLUMNS, [[r.as_dict()[c] for c in COLUMNS] for r in rows])
+        return EXIT_OK
+    if args.format == "json":
+        print(json.dumps([r.as_dict() for r in rows], indent=2))
+        return EXIT_OK
+    table = [COLUMNS] + [tuple("outdated" if c == "outdated" and r.outdated else
+                               "" if c == "outdated" else str(getattr(r, c) or "-") for c in COLUMNS) for r in rows]
+    widths = [max(len(row[i]) for row in table) for i in range(len(COLUMNS))]
+    for row in table:
+        print("  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip())
+    if not rows:
+        print("(nothing deployed by nfvcat on this cloud)")
+    return EXIT_OK

@@ -1,0 +1,134 @@
+"""``nfvcat upgrade NAME [--to VERSION]``: move a deployed stack to another version of its catalog entry (default:
+the newest the catalog offers), after a preview that always comes first.
+
+The preview is Heat's own (the update's dry run, nested stacks included): resources replaced, updated, added,
+deleted and unchanged, every server the update deletes or replaces named (that is downtime); then the interface
+change from the release record (parameters and outputs added, removed, changed) and the entry's CHANGELOG
+from the deployed version to the target ("Upgrading to X" notes included).
+
+Version rules: a major bump is refused unless every removed or renamed parameter is mapped (``--map OLD=NEW``
+carries OLD's value to NEW, ``--map OLD=`` drops it) and every new parameter without a default is given (``-P``);
+a minor or patch bump goes ahead after the preview. ``--dry-run`` stops after the preview; ``--yes`` skips the
+question. The update keeps the stack's parameters (secrets included), reports each resource's progress, and on
+failure Heat rolls it back; the failed resource and Heat's reason are shown. Then ``check`` runs and the new
+version is the stack's mark (``nfvcat list``). An upgrade interrupted anywhere (Ctrl-C, killed, heat-engine
+restarted) is finished by running the same command again.
+
+Exit codes: 0 upgraded (or already there) and checked; 1 refused or bad usage; 2 the update failed (rolled back)
+or a check failed; 3 the cloud could not be asked.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from nfvcat.commands import options
+from nfvcat.core.errors import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, UserError
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("upgrade", help="upgrade a deployed stack to another catalog version of its entry "
+                              "(preview first)", description=__doc__,
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("stack", metavar="NAME", help="the stack (as `nfvcat list` shows it)")
+    p.add_argument("--to", metavar="VERSION", help="target version (default: the newest the catalog offers)")
+    p.add_argument("--dry-run", action="store_true", help="print the preview and stop")
+    p.add_argument("--yes", action="store_true", help="do not ask before updating")
+    p.add_argument("--map", action="append", default=[], type=options.parameter, metavar="OLD=NEW",
+                   help="carry removed/renamed parameter OLD's value to NEW (OLD= drops it); repeatable")
+    options.add_environments(p, "environment file, or the name of one of the target entry's examples")
+    options.add_parameters(p)
+    options.add_timeout(p, 900, "the stack update")
+    p.add_argument("--stall", type=float, default=600, metavar="SECONDS",
+                   help="an update in progress with no new event for this long is taken as lost (heat-engine "
+                        "restarted) and sent again (default 600)")
+    options.add_checked(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from nfvcat import catalog
+    from nfvcat.catalog import history
+    from nfvcat.cloud import upgrade
+    from nfvcat.cloud.check import check_stack
+    from nfvcat.cloud.connect import cloud_errors, connect
+    from nfvcat.cloud.stacks import Stacks, bundle
+    from nfvcat.cloud.verdicts import passed, report
+
+    root = catalog.require_root()
+    conn = connect(args.os_cloud)
+    say = options.progress(args)
+    stacks = Stacks(conn, say)
+    maps = dict(args.map)
+    with cloud_errors(f"upgrade {args.stack}"):
+        lost = upgrade.resume(stacks, args.stack, args.timeout, args.stall)
+        full, entry_name, _ = upgrade.deployed_stack(stacks, args.stack)
+        to = args.to or history.newest(root, entry_name, "heat")
+        if to is None:
+            raise UserError(f"{entry_name}: the catalog offers no version of it")
+        target = history.resolve(root, f"{entry_name}@{to}", "heat")
+        b = bundle(target.template, target.environments(args.environment))
+        params, clear = upgrade.mapped_parameters(full, maps, dict(args.parameter),
+                                                  b.template.get("parameters") or {})
+        plan = upgrade.plan(stacks, root, args.stack, target, b, params, clear, maps)
+        why = upgrade.refusal(plan)
+        if args.format == "text":
+            print(text(plan))
+        if why or args.dry_run:
+            if args.format == "json":
+                print(json.dumps({"plan": plan.as_dict(), "refused": why, "upgraded": False}, indent=2))
+            if why:
+                raise UserError(why, EXIT_USAGE)
+            return EXIT_OK
+        if not args.yes and not confirm(plan):
+            raise UserError("not confirmed (--yes skips the question)", EXIT_USAGE)
+        status = upgrade.apply(stacks, plan, b, params, clear, args.timeout, args.stall, lost)
+        say(f"{args.stack}: {status}, {plan.entry}@{plan.target}")
+        verdicts = [] if args.no_check else check_stack(conn, args.stack, *options.open_checked(args))
+    if args.format == "json":
+        print(json.dumps({"plan": plan.as_dict(), "refused": None, "upgraded": True, "status": status,
+                          "check": json.loads(report(verdicts, args.stack, "json")) if verdicts else None}, indent=2))
+    elif verdicts:
+        print(report(verdicts, args.stack, "text"))
+    return EXIT_OK if not verdicts or passed(verdicts) else EXIT_FINDINGS
+
+
+def confirm(plan: Any) -> bool:
+    if not sys.stdin.isatty():
+        raise UserError("asks before updating, and standard input is no terminal: pass --yes", EXIT_USAGE)
+    return input("Update now? [y/N] ").strip().lower() in ("y", "yes")
+
+
+def text(p: Any) -> str:
+    """The plan for people: the preview, the servers that go down, the interface change, the CHANGELOG."""
+    from nfvcat.cloud.upgrade import KINDS
+
+    out = [f"{p.stack}: {p.entry} {p.current} -> {p.target} ({p.bump}), stack {p.status}",
+           "Heat's update preview:"]
+    for kind in KINDS:
+        items = p.changes.get(kind) or []
+        if kind == "unchanged":
+            out.append(f"  unchanged  {len(items)} resource(s)")
+            continue
+        for r in items:
+            where = f"{r['parent']}/" if r["parent"] else ""
+            out.append(f"  {kind:9}  {where}{r['name']} ({r['type']})")
+    out.append("Servers that go down: " + ("none" if not p.downtime else ""))
+    out += [f"  {d}" for d in p.downtime]
+    if p.state:
+        out.append("State a replacement does not inherit:")
+        out += [f"  {s}" for s in p.state]
+    out.append("Interface change:" + ("" if any(p.interface.values()) else " none"))
+    for kind, items in p.interface.items():
+        out += [f"  {kind:8} {i}" for i in items]
+    if p.breaking:
+        out.append("Breaking: " + "; ".join(p.breaking))
+    if p.unmapped:
+        out.append("Needs mapping: " + "; ".join(p.unmapped))
+    for version, notes in p.notes:
+        out.append(f"CHANGELOG {version}:")
+        out += [f"  {line}" for line in notes.splitlines()]
+    return "\n".join(out)
