@@ -97,15 +97,22 @@ def keystone(m: requests_mock.Mocker) -> None:
         "project": {"id": "p", "name": "nfv", "domain": {"id": "default", "name": "Default"}}, "catalog": catalog}})
 
 
-def test_nfvcat_check_from_an_openrc_environment(machine: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
-                                                 cloud: Any, capsys: pytest.CaptureFixture[str]) -> None:  # noqa: F811
-    m, _ = cloud
+def openrc_chain(m: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """A cloud behind Keystone with one pinned server, reached from an openrc environment (no clouds.yaml):
+    the host inventory file to check it against."""
     keystone(m)
     Cloud(m, [pinned("a")])
     for k, v in OPENRC.items():
         monkeypatch.setenv(k, v)
     inv = tmp_path / "inventory.yaml"
     inv.write_text(INVENTORY)
+    return inv
+
+
+def test_nfvcat_check_from_an_openrc_environment(machine: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                 cloud: Any, capsys: pytest.CaptureFixture[str]) -> None:  # noqa: F811
+    m, _ = cloud
+    inv = openrc_chain(m, monkeypatch, tmp_path)
     assert main(["check", "chain", "--inventory", str(inv), "--format", "json"]) == EXIT_OK
     report = json.loads(capsys.readouterr().out)
     assert report["ok"] and {v["check"] for v in report["verdicts"]} >= {"server ACTIVE", "CPU pinning"}

@@ -19,8 +19,7 @@ from nfvcat.core.errors import EXIT_OK, EXIT_USAGE
 from nfvcat.validation.rules import all_rules
 from tests.conftest import ROOT, nfvcat
 from tests.unit.cloudfake import cloud  # noqa: F401 (the fake's fixture)
-from tests.unit.test_cloud_connect import OPENRC, keystone, machine  # noqa: F401 (fixture)
-from tests.unit.test_placement_check import INVENTORY, Cloud, pinned
+from tests.unit.test_cloud_connect import machine, openrc_chain  # noqa: F401 (fixture)
 from tests.unit.test_server import Server, server  # noqa: F401 (fixture)
 
 
@@ -74,12 +73,7 @@ def test_column_errors_are_usage_errors() -> None:
 def test_check_in_yaml_and_value(machine: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path,  # noqa: F811
                                  cloud: Any, capsys: pytest.CaptureFixture[str]) -> None:  # noqa: F811
     m, _ = cloud
-    keystone(m)
-    Cloud(m, [pinned("a")])
-    for k, v in OPENRC.items():
-        monkeypatch.setenv(k, v)
-    inv = tmp_path / "inventory.yaml"
-    inv.write_text(INVENTORY)
+    inv = openrc_chain(m, monkeypatch, tmp_path)
     assert main(["check", "chain", "--inventory", str(inv), "-f", "yaml"]) == EXIT_OK
     verdicts = yaml.safe_load(capsys.readouterr().out)
     assert verdicts and set(verdicts[0]) == {"vnf", "subject", "check", "status", "detail"}
