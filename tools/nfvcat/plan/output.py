@@ -40,7 +40,10 @@ def grouped(failure: Failure) -> list[dict[str, Any]]:
 
 
 def _placement_json(p: Placement) -> dict[str, Any]:
-    return asdict(p)
+    doc = asdict(p)
+    if not p.other_numa_cells:  # only where Placement's unknown order decides the cells
+        del doc["other_numa_cells"]
+    return doc
 
 
 def _failure_json(f: Failure) -> dict[str, Any]:
@@ -86,6 +89,12 @@ def plan_text(result: ChainResult, meta: dict[str, Any]) -> str:
         for r in rows:
             lines.append("  ".join(c.ljust(widths[i]) for i, c in enumerate(r[:5])) + "  " + r[5])
         lines.append("")
+    for p in result.placements:
+        if p.other_numa_cells:
+            others = " or ".join(",".join(map(str, c)) for c in p.other_numa_cells)
+            lines.append(f"{p.instance}: NUMA {','.join(map(str, p.numa_cells))} if Placement lists that device's "
+                         f"provider first, else NUMA {others} (PCI in Placement: its candidate order decides; "
+                         f"--candidates-from CLOUD asks it)")
     for f in result.failures:
         lines.extend(_failure_text(f))
     total = len(result.placements) + len(result.failures)
