@@ -16,7 +16,7 @@ from nfvcat import catalog
 from nfvcat.catalog import entries
 from nfvcat.commands import options
 from nfvcat.core import yamlpos
-from nfvcat.core.errors import EXIT_FINDINGS, EXIT_OK, UserError
+from nfvcat.core.errors import EXIT_ENGINE, EXIT_FINDINGS, EXIT_OK, UserError
 from nfvcat.validation import client
 
 
@@ -168,6 +168,7 @@ def execute(args: argparse.Namespace) -> int:
         inv.pci_alias = aliases if aliases is not None else inv.pci_alias
     chain = _chain(args)
     from nfvcat.plan import capacity, output
+    from nfvcat.plan.filters import NEEDS_HOST_ACCESS
     from nfvcat.plan.planner import Planner
     from nfvcat.plan.weigher import DESCRIPTION
 
@@ -213,6 +214,8 @@ def execute(args: argparse.Namespace) -> int:
                         for f in result.failures])
     else:
         print(output.plan_json(result, meta) if args.format == "json" else output.plan_text(result, meta))
+    if any(r.code == NEEDS_HOST_ACCESS for f in result.failures for _, r in f.reasons):
+        return EXIT_ENGINE  # placed nowhere it can see, but a host it cannot see may take it: unknown
     return EXIT_FINDINGS if result.failures else EXIT_OK
 
 

@@ -78,7 +78,14 @@ def _static(d: Demand, hs: HostState) -> tuple[str, str] | None:
         return "port-binding", "port binding: the host has no tunnel endpoint for an overlay port"
     if host.role == "ovs-dpdk" and d.vhostuser and not any(c.pagesize for c in d.cells):
         return "vhost-user", "vhost-user ports on an OVS-DPDK host need guest memory on huge pages (hw:mem_page_size)"
+    if host.hypervisor == "libvirt" and not host.cells:
+        return NEEDS_HOST_ACCESS, ("needs host access: the inventory gives this host no NUMA cells, CPU sets, memory "
+                                   "or pages (hypervisor libvirt: the machine's own, as libvirt reports them to "
+                                   "Nova), so whether it fits is unknown")
     return None
+
+
+NEEDS_HOST_ACCESS = "needs-host-access"  # a reason code: the plan's answer for that host is unknown, not negative
 
 
 def resource_reason(d: Demand, hs: HostState) -> str | None:

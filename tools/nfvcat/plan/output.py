@@ -8,6 +8,7 @@ from dataclasses import asdict
 from typing import Any
 
 from nfvcat.plan.capacity import CapacityResult
+from nfvcat.plan.filters import NEEDS_HOST_ACCESS
 from nfvcat.plan.planner import ChainResult, Failure, Placement
 from nfvcat.plan.weigher import DESCRIPTION
 
@@ -66,7 +67,9 @@ def _pci(p: Placement) -> str:
 
 
 def _failure_text(f: Failure) -> list[str]:
-    lines = [f"{f.instance}: does not fit on any host"]
+    unknown = any(r.code == NEEDS_HOST_ACCESS for _, r in f.reasons)
+    lines = [f"{f.instance}: " + ("fits none of the hosts the inventory describes; the others need host access"
+                                  if unknown else "does not fit on any host")]
     for g in grouped(f):
         names = g["host_names"]
         shown = ", ".join(names[:MAX_HOSTS_SHOWN]) + (f" and {len(names) - MAX_HOSTS_SHOWN} more"
@@ -98,8 +101,10 @@ def plan_text(result: ChainResult, meta: dict[str, Any]) -> str:
     for f in result.failures:
         lines.extend(_failure_text(f))
     total = len(result.placements) + len(result.failures)
+    unknown = sum(any(r.code == NEEDS_HOST_ACCESS for _, r in f.reasons) for f in result.failures)
     lines.append(f"{len(result.placements)} of {total} instance(s) placed"
-                 + ("" if not result.failures else f"; {len(result.failures)} do not fit"))
+                 + ("" if len(result.failures) == unknown else f"; {len(result.failures) - unknown} do not fit")
+                 + (f"; {unknown} unknown (hosts that need host access)" if unknown else ""))
     return "\n".join(lines)
 
 
