@@ -58,6 +58,9 @@ def test_the_qat_vf_comes_from_placements_first_candidate(first: int) -> None:
     hs = next(h for h in planner.hosts if h.name == got.host)
     left = {p["address"]: p["count"] for p in hs.pci.pools if p.get("product_id") == "37c9"}
     assert left == {QAT[first]: 3, QAT[1 - first]: 4}
+    # as the dev cloud's compute_nodes.pci_stats: a provider on the QAT pools, none on the SR-IOV NICs' (Neutron's)
+    assert {p["address"]: p.get("rp_uuid") for p in hs.pci.pools} == {
+        QAT[0]: QAT[0], QAT[1]: QAT[1], "0000:3b:00.0": None, "0000:af:00.0": None}
 
 
 def test_a_guest_without_devices_follows_the_qat_cell() -> None:

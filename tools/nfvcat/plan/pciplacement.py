@@ -61,8 +61,8 @@ class Candidates:
             return self.asked.get((key(requests), hs.name), [])
         if hs.pci is None:
             return []
-        providers = [sorted({str(p["rp_uuid"]) for p in hs.pci._filter_pools_for_spec(hs.pci.pools, r)})
-                     for _, r in wanted]
+        providers = [sorted({str(p["rp_uuid"]) for p in hs.pci._filter_pools_for_spec(hs.pci.pools, r)
+                             if "rp_uuid" in p}) for _, r in wanted]
         names = [g for g, _ in wanted]
         return [{g: [rp] for g, rp in zip(names, combo, strict=True)} for combo in itertools.product(*providers)]
 
@@ -73,9 +73,12 @@ def key(requests: list[Any]) -> str:
 
 def tag_pools(pools: list[dict[str, Any]]) -> None:
     """Each pool's resource provider, as Nova's PCI-in-Placement pools carry it: the PF (or device) address
-    the pool is split by (``PciDeviceStats._create_pool_keys_from_dev``)."""
+    the pool is split by (``PciDeviceStats._create_pool_keys_from_dev``). Devices with a physnet are Neutron's
+    SR-IOV ports', which Nova keeps out of Placement (``pci_placement_translator``): their pools have none (the
+    dev cloud's compute_nodes.pci_stats, read on 2026-11-26, are so)."""
     for p in pools:
-        p["rp_uuid"] = str(p["address"])
+        if not p.get("physical_network"):
+            p["rp_uuid"] = str(p["address"])
 
 
 def query(d: Any) -> str:
