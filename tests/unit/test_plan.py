@@ -310,3 +310,29 @@ def test_filters_follow_a_nova_configuration(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert json.loads(proc.stdout)["enabled_filters"] == ["ComputeFilter", "NUMATopologyFilter"]
     assert nfvcat(*args, "--nova-conf", str(tmp_path / "none.conf")).returncode == 1
+
+
+def test_a_host_the_inventory_gives_no_cells_needs_host_access(tmp_path: Path) -> None:
+    """The dev cloud's real host (hypervisor libvirt, no numa_cells: the machine's own) is not a host without
+    CPUs: a flavor its aggregate takes gets "needs host access" there, never a made-up "not enough PCPU", and
+    the plan's answer is unknown (exit 3), not negative."""
+    request = tmp_path / "request.yaml"
+    request.write_text(json.dumps({"kind": "nfvcat/placement-request", "vnfs": [{
+        "name": "vr", "ports": [{"vnic_type": "normal", "physnet": "physnet_mgmt"}],
+        "flavor": {"name": "devcloud.vrouter", "vcpus": 1, "ram": 1024, "disk": 4, "extra_specs": {
+            "hw:cpu_policy": "dedicated", "hw:mem_page_size": "2MB",
+            "aggregate_instance_extra_specs:nfv_class": "libvirt"}}}]}))
+    devcloud = str(ROOT / "tools/nfvcat/lab/devcloud/inventory.yaml")
+    proc = nfvcat("plan", str(request), "--inventory", devcloud, "--format", "json", "--no-server")
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    hosts = json.loads(proc.stdout)["failures"][0]["hosts"]
+    assert hosts["devcloud-real"]["code"] == "needs-host-access", hosts
+    assert hosts["devcloud-smt"]["code"] == "aggregate"
+    text = nfvcat("plan", str(request), "--inventory", devcloud, "--no-server").stdout
+    assert "vr: fits none of the hosts the inventory describes; the others need host access" in text
+    assert "0 of 1 instance(s) placed; 1 unknown (hosts that need host access)" in text
+    # a flavor the real host's aggregate refuses is refused there as before: the plan knows that much
+    proc = nfvcat("plan", "--flavor", "nfv.pinned.1g", "--count", "40", "--inventory", devcloud, "--format", "json",
+                  "--no-server")
+    assert proc.returncode == 2
+    assert json.loads(proc.stdout)["failures"][0]["hosts"]["devcloud-real"]["code"] == "aggregate"

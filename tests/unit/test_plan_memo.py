@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from nfvcat.catalog import inventory
-from nfvcat.plan import hoststate, novaenv
+from nfvcat.plan import hoststate, novaenv, pciplacement
 from nfvcat.plan.planner import Failure, Planner
 from nfvcat.plan.request import Chain, Vnf
 from tests.unit.test_plan_equivalence import ALIAS, random_inventory, random_vnfs
@@ -56,14 +56,20 @@ def _resiblinged(host: dict[str, Any], rng: random.Random) -> dict[str, Any]:
     return h
 
 
-def scale_inventory(seed: int) -> inventory.Inventory:
-    """A few random host kinds, each repeated, plus copies that differ only in pCPU numbering or siblings."""
+def scale_inventory(seed: int, second_qat: bool = False) -> inventory.Inventory:
+    """A few random host kinds, each repeated, plus copies that differ only in pCPU numbering or siblings;
+    ``second_qat``: a host with a QAT PF gets another one, on the next cell (two Placement providers)."""
     rng = random.Random(seed)
     kinds = []
     for k in range(3):
         inv = random_inventory(seed * 10 + k, 2)
         raw = _raw(inv, seed * 10 + k)
         kinds.extend(raw)
+    for h in kinds if second_qat else []:
+        qat = [d for d in h["pci_devices"] if d.get("kind") == "qat"]
+        if qat:
+            h["pci_devices"].append({**qat[0], "address": "0000:b1:00.0",
+                                     "numa_node": (qat[0]["numa_node"] + 1) % len(h["numa_cells"])})
     hosts: list[dict[str, Any]] = []
     for i, h in enumerate(kinds):
         for r in range(rng.randint(2, 4)):
@@ -102,9 +108,11 @@ def _state(planner: Planner) -> list[Any]:
     return [(hs.name, hs.signature()[1:], hs.free_devices) for hs in planner.hosts]
 
 
-@pytest.mark.parametrize(("seed", "strategy"), [(11, "spread"), (12, "pack"), (13, "spread"), (14, "pack")])
-def test_memoised_planner_places_as_the_unmemoised_one(seed: int, strategy: str) -> None:
-    inv = scale_inventory(seed)
+@pytest.mark.parametrize(("seed", "strategy", "in_placement"), [
+    (11, "spread", False), (12, "pack", False), (13, "spread", False), (14, "pack", False),
+    (21, "spread", True), (19, "pack", True)])  # PCI in Placement, offline candidate order (pciplacement)
+def test_memoised_planner_places_as_the_unmemoised_one(seed: int, strategy: str, in_placement: bool) -> None:
+    inv = scale_inventory(seed, second_qat=in_placement)
     rng = random.Random(seed)
     kinds = random_vnfs(seed, 12)
     vnfs = []
@@ -114,9 +122,12 @@ def test_memoised_planner_places_as_the_unmemoised_one(seed: int, strategy: str)
                             ports=k.ports, count=rng.randint(1, 3),
                             server_group=rng.choice([None, None, "ha", "aff"])))
     chain = Chain(source="random", vnfs=vnfs, server_groups={"ha": "anti-affinity", "aff": "affinity"})
-    memo = Planner(copy.deepcopy(inv), strategy)
-    plain = Planner(copy.deepcopy(inv), strategy, memo=False)
+    memo = Planner(copy.deepcopy(inv), strategy, placement=pciplacement.Candidates() if in_placement else None)
+    plain = Planner(copy.deepcopy(inv), strategy, memo=False,
+                    placement=pciplacement.Candidates() if in_placement else None)
     got, want = _placements(memo, chain), _placements(plain, chain)
+    if in_placement:
+        assert any(p.get("other_numa_cells") for p in want if isinstance(p, dict)), "Placement's order must matter"
     placed = [p for p in want if isinstance(p, dict)]
     assert len(placed) > 40 and len(placed) < len(want), "the workload must place and run hosts full"
     for i, (g, w) in enumerate(zip(got, want, strict=True)):

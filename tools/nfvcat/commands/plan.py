@@ -16,7 +16,7 @@ from nfvcat import catalog
 from nfvcat.catalog import entries
 from nfvcat.commands import options
 from nfvcat.core import yamlpos
-from nfvcat.core.errors import EXIT_FINDINGS, EXIT_OK, UserError
+from nfvcat.core.errors import EXIT_ENGINE, EXIT_FINDINGS, EXIT_OK, UserError
 from nfvcat.validation import client
 
 
@@ -32,6 +32,8 @@ def parse_command_line(argv: list[str]) -> dict[str, Any]:
     SystemExit where the command would print usage, help or a usage error instead."""
     call = _call(_own_parser().parse_args(argv))
     if options.tabular(argparse.Namespace(**call)):  # cliff formats for the caller's terminal and CLIFF_* settings
+        call["no_server"] = True
+    if call.get("candidates_from"):  # the caller's clouds.yaml and credentials
         call["no_server"] = True
     return call
 
@@ -57,7 +59,11 @@ def _arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--inventory", help="host inventory (default: the reference inventory)")
     p.add_argument("--nova-conf", metavar="FILE",
                    help="the cloud's nova.conf: its [filter_scheduler] enabled_filters and [pci] alias replace the "
-                        "inventory's (e.g. .devcloud/etc/nova/nova.conf)")
+                        "inventory's, its weighers and pci_in_placement apply (e.g. .devcloud/etc/nova/nova.conf)")
+    p.add_argument("--candidates-from", metavar="CLOUD",
+                   help="with PCI devices tracked in Placement (nova.conf's pci_in_placement): ask this cloud's "
+                        "Placement (clouds.yaml name, admin) the order of its allocation candidates, which decides "
+                        "a device's NUMA cell; offline, the cells Nova may choose instead are listed")
     p.add_argument("--flavors", action="append", metavar="DIR", help="catalog flavors directory")
     options.add_environments(p, "Heat environment file whose parameters the HOT template gets, or the name of one "
                                 "of the entry's examples (e.g. sriov); repeatable")
@@ -129,7 +135,7 @@ def _env_parameters(path: str) -> dict[str, Any]:
 def run(args: argparse.Namespace) -> int:
     """Through the engine server (started when none runs: Nova stays imported there), else in-process (also
     the table, value, csv and yaml formats: cliff formats them for this process's terminal and settings)."""
-    if not (args.no_server or client.disabled() or options.tabular(args)):
+    if not (args.no_server or client.disabled() or options.tabular(args) or args.candidates_from):
         answer = client.run(_call(args), "plan")
         if answer is not None:
             code, out, err = answer
@@ -151,21 +157,39 @@ def execute(args: argparse.Namespace) -> int:
     from nfvcat.catalog import inventory
 
     inv = inventory.load(args.inventory)
-    weighing = None
+    weighing, in_placement = None, False
     if args.nova_conf:
         from nfvcat.plan import novaconf, weigher
 
         filters, aliases = novaconf.read(args.nova_conf)
         weighing = novaconf.weighing(args.nova_conf, weigher.OPTIONS)
+        in_placement = novaconf.pci_in_placement(args.nova_conf)
         inv.enabled_filters = filters if filters is not None else inv.enabled_filters
         inv.pci_alias = aliases if aliases is not None else inv.pci_alias
     chain = _chain(args)
     from nfvcat.plan import capacity, output
+    from nfvcat.plan.filters import NEEDS_HOST_ACCESS
     from nfvcat.plan.planner import Planner
     from nfvcat.plan.weigher import DESCRIPTION
 
     started = time.perf_counter()
-    planner = Planner(inv, args.strategy, weighing=weighing)
+    placement = None
+    if in_placement:
+        from nfvcat.plan import pciplacement
+
+        placement = pciplacement.Candidates()
+    elif args.candidates_from:
+        raise UserError("--candidates-from: the cloud's nova.conf (--nova-conf) does not track PCI devices in "
+                        "Placement ([filter_scheduler] pci_in_placement): Nova's own fit decides the cells")
+    planner = Planner(inv, args.strategy, weighing=weighing, placement=placement)
+    if placement is not None and args.candidates_from:
+        from nfvcat.cloud import connect
+
+        conn = connect.connect(args.candidates_from)
+        planner.placement = pciplacement.ask(
+            lambda path: connect.call(conn.placement, "GET", path, "Placement",
+                                      microversion=pciplacement.MICROVERSION),
+            [planner.demand(v) for v in chain.vnfs], planner.hosts)
     meta: dict[str, Any] = {"inventory": inv.path, "hosts": len(inv.hosts), "source": chain.source,
                             "strategy": args.strategy, "host_choice": DESCRIPTION[args.strategy],
                             "enabled_filters": list(inv.enabled_filters)}
@@ -190,6 +214,8 @@ def execute(args: argparse.Namespace) -> int:
                         for f in result.failures])
     else:
         print(output.plan_json(result, meta) if args.format == "json" else output.plan_text(result, meta))
+    if any(r.code == NEEDS_HOST_ACCESS for f in result.failures for _, r in f.reasons):
+        return EXIT_ENGINE  # placed nowhere it can see, but a host it cannot see may take it: unknown
     return EXIT_FINDINGS if result.failures else EXIT_OK
 
 

@@ -12,9 +12,11 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
+from nfvcat.plan import pciplacement
 from nfvcat.plan.demand import Demand
 from nfvcat.plan.hoststate import HostState
 from nfvcat.plan.novaenv import nova
+from nfvcat.plan.pciplacement import Candidates
 
 LARGE, ANY, SMALL = -2, -3, -1
 
@@ -76,7 +78,14 @@ def _static(d: Demand, hs: HostState) -> tuple[str, str] | None:
         return "port-binding", "port binding: the host has no tunnel endpoint for an overlay port"
     if host.role == "ovs-dpdk" and d.vhostuser and not any(c.pagesize for c in d.cells):
         return "vhost-user", "vhost-user ports on an OVS-DPDK host need guest memory on huge pages (hw:mem_page_size)"
+    if host.hypervisor == "libvirt" and not host.cells:
+        return NEEDS_HOST_ACCESS, ("needs host access: the inventory gives this host no NUMA cells, CPU sets, memory "
+                                   "or pages (hypervisor libvirt: the machine's own, as libvirt reports them to "
+                                   "Nova), so whether it fits is unknown")
     return None
+
+
+NEEDS_HOST_ACCESS = "needs-host-access"  # a reason code: the plan's answer for that host is unknown, not negative
 
 
 def resource_reason(d: Demand, hs: HostState) -> str | None:
@@ -192,20 +201,55 @@ def limits(d: Demand, hs: HostState) -> Any:
     return lim
 
 
-def exact_fit(d: Demand, hs: HostState, topology: Any = None, requests: Any = "same") -> tuple[bool, Any]:
-    """Nova's verdict: (fits, the fitted InstanceNUMATopology or None)."""
-    n = nova()
+def exact_fit(d: Demand, hs: HostState, topology: Any = None, requests: Any = "same",
+              candidates: Candidates | None = None) -> tuple[bool, Any]:
+    """Nova's verdict: (fits, the fitted InstanceNUMATopology or None). With ``candidates`` (PCI in
+    Placement), the fit of the first allocation candidate Nova's filters keep (``placement_fit``)."""
     requests = d.pci_requests if requests == "same" else requests
+    if candidates is not None and pciplacement.groups(requests):
+        ok, fitted, _mapping = placement_fit(d, hs, candidates, requests)
+        return ok, fitted
+    return _fit(d, hs, topology, requests, None)
+
+
+def _fit(d: Demand, hs: HostState, topology: Any, requests: Any, mapping: Any) -> tuple[bool, Any]:
+    n = nova()
     if topology is None and d.topology is not None:  # a fresh copy, 2x cheaper than obj_clone()
         topology = n.objects.InstanceNUMATopology.obj_from_primitive(d.topology_primitive)
     elif topology is not None:
         topology = topology.obj_clone()
     if topology is not None:
-        fitted = n.hardware.numa_fit_instance_to_host(hs.topology, topology, None, limits=limits(d, hs),
+        fitted = n.hardware.numa_fit_instance_to_host(hs.topology, topology, mapping, limits=limits(d, hs),
                                                       pci_requests=requests or None, pci_stats=hs.pci)
         if fitted is None:
             return False, None
         return True, fitted
-    if requests and (hs.pci is None or not hs.pci.support_requests(requests, None)):
+    if requests and (hs.pci is None or not hs.pci.support_requests(requests, mapping)):
         return False, None
     return True, None
+
+
+def placement_fit(d: Demand, hs: HostState, candidates: Candidates,
+                  requests: Any = "same") -> tuple[bool, Any, dict[str, list[str]] | None]:
+    """NUMATopologyFilter and PciPassthroughFilter over the host's allocation candidates, then the scheduler's
+    claim of the first one left: (fits, fitted topology, that candidate's provider mapping)."""
+    requests = d.pci_requests if requests == "same" else requests
+    for mapping in candidates.mappings(requests, hs):
+        ok, fitted = _fit(d, hs, None, requests, mapping)
+        if ok:
+            return True, fitted, mapping
+    return False, None, None
+
+
+def other_cells(d: Demand, hs: HostState, candidates: Candidates, chosen: list[int]) -> list[list[int]]:
+    """The NUMA cells of the host's other fitting allocation candidates, where Placement's order (unknown
+    offline) decides between them and ``chosen``."""
+    if candidates.known:
+        return []
+    out: list[list[int]] = []
+    for mapping in candidates.mappings(d.pci_requests, hs):
+        ok, fitted = _fit(d, hs, None, d.pci_requests, mapping)
+        cells = [c.id for c in fitted.cells] if ok and fitted is not None else None
+        if cells is not None and cells != chosen and cells not in out:
+            out.append(cells)
+    return out

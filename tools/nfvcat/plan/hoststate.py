@@ -12,6 +12,7 @@ from typing import Any
 
 from nfvcat.catalog.inventory import DEFAULT_FILTERS, DeviceSpec, HostSpec
 from nfvcat.core.errors import UserError
+from nfvcat.plan import pciplacement
 from nfvcat.plan.novaenv import nova, nova_message
 
 SMALL_PAGE_KB = 4
@@ -103,7 +104,8 @@ class HostState:
         return counts
 
     def consume(self, fitted: Any, pci_requests: list[Any], vcpus: int, pcpus: int, mem: int,
-                flavor_vcpus: int = 0, same: Outcome | None = None) -> tuple[list[dict[str, Any]], Outcome]:
+                flavor_vcpus: int = 0, same: Outcome | None = None,
+                mapping: dict[str, list[str]] | None = None) -> tuple[list[dict[str, Any]], Outcome]:
         """Take what one instance uses: the PCI devices it got (address, pool tags), and the outcome, which
         a host of the same signature taking the same fit can take as ``same`` instead of asking Nova's
         usage accounting and apply_requests again (both never change the objects an outcome holds)."""
@@ -122,7 +124,7 @@ class HostState:
                 self.pci = copy.copy(self.pci)
                 self.pci.pools = copy.deepcopy(self.pci.pools)
             before = {pool_key(p): p["count"] for p in self.pci.pools}
-            self.pci.apply_requests(pci_requests, None, fitted.cells if fitted is not None else None)
+            self.pci.apply_requests(pci_requests, mapping, fitted.cells if fitted is not None else None)
             self.pci_shared = True  # from now on the outcome's, shared with hosts taking the same fit
             after = {pool_key(p): p["count"] for p in self.pci.pools}
             taken = [key for key, count in before.items() for _ in range(count - after.get(key, 0))]
@@ -263,21 +265,21 @@ _SCHEDULER_STATS: dict[str, Any] = {}  # pools key -> scheduler-side PciDeviceSt
 _DEVICE_SPECS: dict[str, tuple[list[str], str]] = {}  # devices -> ([pci] device_spec entries, pools key)
 
 
-def _pci_stats(spec: HostSpec, topology: Any,
-               share: bool = False) -> tuple[Any, dict[tuple[tuple[str, str], ...], list[str]]]:
+def _pci_stats(spec: HostSpec, topology: Any, share: bool = False,
+               placement: bool = False) -> tuple[Any, dict[tuple[tuple[str, str], ...], list[str]]]:
     n = nova()
     o = n.objects
-    given = json.dumps(spec.device_spec, sort_keys=True) + repr(spec.devices)
+    given = json.dumps(spec.device_spec, sort_keys=True) + repr(spec.devices) + ("+rp" if placement else "")
     known = _DEVICE_SPECS.get(given)  # the derived device spec is the devices' (hosts with count: N)
     if known is None:
         if spec.device_spec is not None:
             dev_spec = [json.dumps(s, sort_keys=True) for s in spec.device_spec]
         else:
             dev_spec = [json.dumps(s, sort_keys=True) for s in map(_derived_device_spec, spec.devices) if s]
-        known = _DEVICE_SPECS[given] = (dev_spec, json.dumps([dev_spec, repr(spec.devices)]))
+        known = _DEVICE_SPECS[given] = (dev_spec, json.dumps([dev_spec, repr(spec.devices), placement]))
     dev_spec, key = known
     if key not in _POOLS_CACHE:  # hosts with the same devices (count: N) get the same pools
-        _POOLS_CACHE[key] = _pools(spec, topology, dev_spec)
+        _POOLS_CACHE[key] = _pools(spec, topology, dev_spec, placement)
     pools, free = _POOLS_CACHE[key]
     shared_key = key + repr([(c.id, c.socket) for c in topology.cells])
     if share and shared_key in _SCHEDULER_STATS:
@@ -293,9 +295,10 @@ def _pci_stats(spec: HostSpec, topology: Any,
     return scheduler_side, {k: list(v) for k, v in free.items()}
 
 
-def _pools(spec: HostSpec, topology: Any,
-           dev_spec: list[str]) -> tuple[list[dict[str, Any]], dict[tuple[tuple[str, str], ...], list[str]]]:
-    """The compute node's side: PciDevice objects through a PciDeviceStats with the [pci] device_spec."""
+def _pools(spec: HostSpec, topology: Any, dev_spec: list[str],
+           placement: bool) -> tuple[list[dict[str, Any]], dict[tuple[tuple[str, str], ...], list[str]]]:
+    """The compute node's side: PciDevice objects through a PciDeviceStats with the [pci] device_spec; with
+    ``placement`` (PCI in Placement) each pool is its resource provider's (pciplacement)."""
     n = nova()
     o, types = n.objects, n.fields.PciDeviceType
     try:
@@ -315,15 +318,19 @@ def _pools(spec: HostSpec, topology: Any,
                 compute_side.add_device(o.PciDevice(
                     address=addr, vendor_id=d.vfs.vendor_id, product_id=d.vfs.product_id, dev_type=types.SRIOV_VF,
                     numa_node=d.numa_node, parent_addr=d.address, extra_info={}, status="available"))
+    if placement:
+        pciplacement.tag_pools(compute_side.pools)
     free = {pool_key(p): sorted(dev.address for dev in p["devices"]) for p in compute_side.pools}
     # what to_device_pools_obj() sends to the scheduler, without deep-copying the device objects
     pools = [{k: v for k, v in p.items() if k != "devices"} for p in compute_side.pools]
     return pools, free
 
 
-def build(spec: HostSpec, enabled_filters: list[str] | None = None, share: bool = False) -> HostState:
+def build(spec: HostSpec, enabled_filters: list[str] | None = None, share: bool = False,
+          pci_in_placement: bool = False) -> HostState:
     """One host; with ``share``, hosts of the same template share one NUMATopology object (Nova's usage
-    accounting never changes it, it builds a new one) and one PciDeviceStats until they take a device."""
+    accounting never changes it, it builds a new one) and one PciDeviceStats until they take a device.
+    ``pci_in_placement``: its PCI pools carry their resource provider (pciplacement)."""
     enabled = list(DEFAULT_FILTERS if enabled_filters is None else enabled_filters)
     template = _TEMPLATES.setdefault(template_key(spec, enabled), len(_TEMPLATES))
     topology = _TOPOLOGIES.get(template) if share else None
@@ -331,7 +338,7 @@ def build(spec: HostSpec, enabled_filters: list[str] | None = None, share: bool 
         topology = numa_topology(spec)
         if share:
             _TOPOLOGIES[template] = topology
-    pci, free = _pci_stats(spec, topology, share)
+    pci, free = _pci_stats(spec, topology, share, pci_in_placement)
     shared = sum(len(c.shared) for c in spec.cells)
     return HostState(
         spec=spec, topology=topology, pci=pci, free_devices=free, device_totals={k: len(v) for k, v in free.items()},

@@ -1,5 +1,6 @@
 """What `nfvcat plan` takes from a cloud's Nova configuration (``--nova-conf nova.conf``): the scheduler's
-``[filter_scheduler] enabled_filters``, its weighers and their multipliers, and the ``[pci] alias`` entries,
+``[filter_scheduler] enabled_filters``, its weighers and their multipliers, whether PCI devices are tracked in
+Placement (``pci_in_placement``), and the ``[pci] alias`` entries,
 so the filters and weighers plan models are the ones the cloud runs (the dev cloud's:
 ``.devcloud/etc/nova/nova.conf``)."""
 
@@ -56,3 +57,14 @@ def weighing(path: str, names: tuple[str, ...]) -> dict[str, str]:
     """The ``[filter_scheduler]`` options among ``names`` (weight_classes, the multipliers) the file sets."""
     values = _values(Path(path))
     return {name: values[("filter_scheduler", name)][-1] for name in names if ("filter_scheduler", name) in values}
+
+
+def pci_in_placement(path: str) -> bool:
+    """``[filter_scheduler] pci_in_placement`` (oslo.config's boolean spellings; Nova's default false)."""
+    raw = _values(Path(path)).get(("filter_scheduler", "pci_in_placement"))
+    if not raw:
+        return False
+    value = raw[-1].lower()
+    if value not in ("true", "1", "on", "yes", "false", "0", "off", "no"):
+        raise UserError(f"--nova-conf {path}: [filter_scheduler] pci_in_placement = {raw[-1]!r} is not a boolean")
+    return value in ("true", "1", "on", "yes")

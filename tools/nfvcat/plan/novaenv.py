@@ -26,6 +26,7 @@ def nova() -> SimpleNamespace:
             from nova.pci import request as pci_request
             from nova.pci import stats as pci_stats
             from nova.pci import whitelist
+            from nova.scheduler import utils as scheduler_utils
             from nova.scheduler import weights as scheduler_weights
             from nova.scheduler.filters import extra_specs_ops
             from nova.scheduler.filters.aggregate_instance_extra_specs import AggregateInstanceExtraSpecsFilter
@@ -40,13 +41,16 @@ def nova() -> SimpleNamespace:
             extra_specs_ops=extra_specs_ops, pci_device_pool=pci_device_pool,
             NUMATopologyFilter=NUMATopologyFilter, uuidutils=uuidutils,
             AggregateInstanceExtraSpecsFilter=AggregateInstanceExtraSpecsFilter,
-            units=units, weights=weights, scheduler_weights=scheduler_weights)
+            units=units, weights=weights, scheduler_weights=scheduler_weights,
+            scheduler_utils=scheduler_utils)
     return _nova
 
 
-def configure(pci_alias: list[dict[str, Any]]) -> None:
-    """``[pci] alias`` as the API and scheduler would have it (get_pci_requests_from_flavor reads it)."""
+def configure(pci_alias: list[dict[str, Any]], pci_in_placement: bool = False) -> None:
+    """``[pci] alias`` as the API and scheduler would have it (get_pci_requests_from_flavor reads it), and
+    ``[filter_scheduler] pci_in_placement`` (RequestSpec's PCI request groups read it)."""
     n = nova()
+    n.CONF.set_override("pci_in_placement", pci_in_placement, group="filter_scheduler")
     n.CONF.set_override("alias", [json.dumps(a, sort_keys=True) for a in pci_alias], group="pci")
     n.pci_request.get_alias_from_config.cache_clear()  # functools.cache: the first planner's aliases otherwise
 

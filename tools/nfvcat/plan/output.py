@@ -8,6 +8,7 @@ from dataclasses import asdict
 from typing import Any
 
 from nfvcat.plan.capacity import CapacityResult
+from nfvcat.plan.filters import NEEDS_HOST_ACCESS
 from nfvcat.plan.planner import ChainResult, Failure, Placement
 from nfvcat.plan.weigher import DESCRIPTION
 
@@ -40,7 +41,10 @@ def grouped(failure: Failure) -> list[dict[str, Any]]:
 
 
 def _placement_json(p: Placement) -> dict[str, Any]:
-    return asdict(p)
+    doc = asdict(p)
+    if not p.other_numa_cells:  # only where Placement's unknown order decides the cells
+        del doc["other_numa_cells"]
+    return doc
 
 
 def _failure_json(f: Failure) -> dict[str, Any]:
@@ -63,7 +67,9 @@ def _pci(p: Placement) -> str:
 
 
 def _failure_text(f: Failure) -> list[str]:
-    lines = [f"{f.instance}: does not fit on any host"]
+    unknown = any(r.code == NEEDS_HOST_ACCESS for _, r in f.reasons)
+    lines = [f"{f.instance}: " + ("fits none of the hosts the inventory describes; the others need host access"
+                                  if unknown else "does not fit on any host")]
     for g in grouped(f):
         names = g["host_names"]
         shown = ", ".join(names[:MAX_HOSTS_SHOWN]) + (f" and {len(names) - MAX_HOSTS_SHOWN} more"
@@ -86,11 +92,19 @@ def plan_text(result: ChainResult, meta: dict[str, Any]) -> str:
         for r in rows:
             lines.append("  ".join(c.ljust(widths[i]) for i, c in enumerate(r[:5])) + "  " + r[5])
         lines.append("")
+    for p in result.placements:
+        if p.other_numa_cells:
+            others = " or ".join(",".join(map(str, c)) for c in p.other_numa_cells)
+            lines.append(f"{p.instance}: NUMA {','.join(map(str, p.numa_cells))} if Placement lists that device's "
+                         f"provider first, else NUMA {others} (PCI in Placement: its candidate order decides; "
+                         f"--candidates-from CLOUD asks it)")
     for f in result.failures:
         lines.extend(_failure_text(f))
     total = len(result.placements) + len(result.failures)
+    unknown = sum(any(r.code == NEEDS_HOST_ACCESS for _, r in f.reasons) for f in result.failures)
     lines.append(f"{len(result.placements)} of {total} instance(s) placed"
-                 + ("" if not result.failures else f"; {len(result.failures)} do not fit"))
+                 + ("" if len(result.failures) == unknown else f"; {len(result.failures) - unknown} do not fit")
+                 + (f"; {unknown} unknown (hosts that need host access)" if unknown else ""))
     return "\n".join(lines)
 
 

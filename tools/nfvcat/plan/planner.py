@@ -18,7 +18,7 @@ from typing import Any
 from nfvcat.catalog.inventory import Inventory
 from nfvcat.core.errors import UserError
 from nfvcat.plan import demand as demand_mod
-from nfvcat.plan import filters, hoststate, novaenv, reasons, weigher
+from nfvcat.plan import filters, hoststate, novaenv, pciplacement, reasons, weigher
 from nfvcat.plan.hostorder import Group, HostOrder
 from nfvcat.plan.request import Chain, Vnf
 
@@ -35,6 +35,9 @@ class Placement:
     page_size: str
     cpu_policy: str
     pci_devices: list[dict[str, Any]]
+    # PCI in Placement, offline: the cells of the host's other fitting allocation candidates, which Nova takes
+    # instead of numa_cells when Placement lists theirs first (pciplacement)
+    other_numa_cells: list[list[int]] = field(default_factory=list)
 
 
 @dataclass
@@ -52,19 +55,22 @@ class ChainResult:
 
 class Planner:
     def __init__(self, inventory: Inventory, strategy: str = "spread", memo: bool = True,
-                 weighing: dict[str, str] | None = None):
-        """``weighing``: the cloud's [filter_scheduler] weigher options (weigher.OPTIONS, from nova.conf)."""
+                 weighing: dict[str, str] | None = None, placement: pciplacement.Candidates | None = None):
+        """``weighing``: the cloud's [filter_scheduler] weigher options (weigher.OPTIONS, from nova.conf);
+        ``placement``: PCI devices are tracked in Placement ([filter_scheduler] pci_in_placement), with its
+        allocation candidates' order where it was asked (pciplacement)."""
         if not inventory.pci_alias:  # the site's aliases (the catalog flavors name qat-vf)
             from nfvcat import catalog
             from nfvcat.catalog import site
 
             inventory.pci_alias = site.of_catalog(catalog.find_root()).pci_aliases()
-        novaenv.configure(inventory.pci_alias)
+        novaenv.configure(inventory.pci_alias, pci_in_placement=placement is not None)
         n = novaenv.nova()
         try:
             n.pci_request.get_alias_from_config()
             hoststate.check_signature_fields()
-            self.hosts = [hoststate.build(h, inventory.enabled_filters, share=memo) for h in inventory.hosts]
+            self.hosts = [hoststate.build(h, inventory.enabled_filters, share=memo,
+                                          pci_in_placement=placement is not None) for h in inventory.hosts]
         except n.exception.NovaException as exc:
             raise UserError(f"{inventory.path}: /pci/alias: Nova rejects it: {novaenv.nova_message(exc)}") from None
         except UserError as exc:
@@ -73,6 +79,7 @@ class Planner:
         self.strategy = strategy
         self.weighers = weigher.Weighers(strategy, weighing)
         self.memo = memo
+        self.placement = placement
         self.verdicts: dict[int, dict[int, tuple[bool, Any, bool, list[Any]]]] = {}  # group id -> id(demand) -> verdict
         self.fits_memoised = 0  # exact fits answered from a group's memoised verdict
         self.inputs: dict[int, tuple[tuple[float, ...], tuple[float, ...]]] = {}  # group id -> weigher inputs
@@ -110,7 +117,7 @@ class Planner:
                 or not filters.may_fit(d, hs)):
             return False, None, False, []
         t = time.perf_counter()
-        ok, fitted = filters.exact_fit(d, hs)
+        ok, fitted = filters.exact_fit(d, hs, candidates=self.placement)
         self.fit_seconds += time.perf_counter() - t
         self.exact_fits += 1
         return ok, fitted, True, []
@@ -175,10 +182,15 @@ class Planner:
     def place(self, d: demand_mod.Demand, instance: str, group: str | None = None,
               policy: str | None = None) -> Placement | Failure:
         if d.invalid is None:
-            found = self._choose(d, group, policy) if self.memo else self._choose_host_by_host(d, group, policy)
+            found = (self._choose(d, group, policy) if self.memo and not self._per_host(d)
+                     else self._choose_host_by_host(d, group, policy))
             if found is not None:
                 return self._consume(d, found[0], found[1], instance, group)
         return self.explain(d, instance, group, policy)
+
+    def _per_host(self, d: demand_mod.Demand) -> bool:
+        """Placement's order, as the cloud gave it, is per host: hosts of one signature may differ in it."""
+        return self.placement is not None and self.placement.known and bool(pciplacement.groups(d.pci_requests))
 
     def _choose_host_by_host(self, d: demand_mod.Demand, group: str | None,
                              policy: str | None) -> tuple[hoststate.HostState, Any] | None:
@@ -214,15 +226,22 @@ class Planner:
                 memo = None
             elif memo[3]:
                 same = memo[3][0]
+        mapping, others = None, []
+        if self.placement is not None and pciplacement.groups(d.pci_requests):  # the candidate Nova claims
+            mapping = filters.placement_fit(d, hs, self.placement)[2]
+            others = filters.other_cells(d, hs, self.placement, [c.id for c in fitted.cells] if fitted else [])
         hs.instances.append(instance)
-        devices, outcome = hs.consume(fitted, d.pci_requests, d.vcpus, d.pcpus, d.memory_mb, d.flavor.vcpus, same)
+        devices, outcome = hs.consume(fitted, d.pci_requests, d.vcpus, d.pcpus, d.memory_mb, d.flavor.vcpus, same,
+                                      mapping)
         if memo is not None and not memo[3]:
             memo[3].append(outcome)
         if group:
             self.groups.setdefault(group, []).append(hs.index)
         if self.host_order is not None:
             self.host_order.moved(hs)
-        return describe(d, hs, fitted, instance, devices)
+        where = describe(d, hs, fitted, instance, devices)
+        where.other_numa_cells = others
+        return where
 
     def place_chain(self, chain: Chain, suffix: str = "", stop_on_failure: bool = False) -> ChainResult:
         result = ChainResult()
