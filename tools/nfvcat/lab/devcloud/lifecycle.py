@@ -216,7 +216,7 @@ def real_host_flavor(state: State, real: list[computes.Compute], virt: tuple[str
                  "environment files: "
                  f"{', '.join(envs.values())}")
     for c in real:
-        guest_metadata.schedule(conn, c.name, with_dhcp)
+        guest_metadata.schedule(conn, state, c.name, with_dhcp)
         progress.say(f"{c.name}: DHCP and the metadata service on {', '.join(with_dhcp)}")
     shared, dedicated = realhost.cpu_sets()
     return [{"name": c.name, "virt_type": virt[0], "why": virt[1], "cpu_shared_set": shared,

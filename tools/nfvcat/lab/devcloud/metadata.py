@@ -19,13 +19,15 @@ shared secret.
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 from pathlib import Path
 from typing import Any
 
 from nfvcat.core.errors import EXIT_ENGINE, UserError
 from nfvcat.core.waiting import TimedOut, until
-from nfvcat.lab.devcloud import computes, configs
+from nfvcat.lab.devcloud import computes, configs, procs
 from nfvcat.lab.devcloud.state import HOST, PORTS, State
 
 AGENT_TYPE = "DHCP agent"
@@ -93,9 +95,6 @@ def namespaces(state: State, host: str) -> list[str]:
 def cleanup(state: State, host: str) -> list[str]:
     """After the DHCP agent stopped: end what it started in its namespaces (dnsmasq and haproxy daemonize, out of
     the agent's process group) and remove the namespaces. Returns the namespaces removed."""
-    import os
-    import signal
-
     gone = []
     for ns in namespaces(state, host):
         pids = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True, timeout=30,
@@ -110,7 +109,7 @@ def cleanup(state: State, host: str) -> list[str]:
     return gone
 
 
-def schedule(conn: Any, host: str, networks: list[str], timeout: float = 180) -> dict[str, str]:
+def schedule(conn: Any, state: State, host: str, networks: list[str], timeout: float = 180) -> dict[str, str]:
     """Each of ``networks`` hosted by ``host``'s DHCP agent (added where it is not); network name -> agent id.
     Waits for the agent to report alive."""
     def agent() -> Any:
@@ -120,7 +119,8 @@ def schedule(conn: Any, host: str, networks: list[str], timeout: float = 180) ->
         found = until(agent, lambda a: a is not None, timeout=timeout, what=f"the DHCP agent of {host}",
                       state=lambda a: "not alive", first=1.0, most=5.0)
     except TimedOut as exc:
-        raise UserError(f"devcloud: {exc}", EXIT_ENGINE) from None
+        log = state.log / f"neutron-dhcp-agent@{host}.log"
+        raise UserError(f"devcloud: {exc}; last lines of {log}:\n{procs.tail(log)}", EXIT_ENGINE) from None
     out = {}
     for name in networks:
         net = conn.network.find_network(name, ignore_missing=False)
