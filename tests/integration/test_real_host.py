@@ -76,7 +76,7 @@ def test_instantiate_boots_the_vrouter_on_the_real_host_and_waits_for_it(conn: A
     server = conn.compute.get_server(sid)
     assert (server.status, server.compute_host) == ("ACTIVE", host.name)
     console = conn.compute.get_server_console_output(sid)["output"]
-    assert "NFVCAT-VROUTER-READY" in console and "cloud-init status" in res.stderr
+    assert "NFVCAT-VROUTER-READY" in console and "NFVCAT-CLOUD-INIT status: done" in res.stderr
     assert server.has_config_drive
     status, source, _ = status_line(console)
     assert (status, source) == ("done", "config-disk (/dev/sr0)"), source

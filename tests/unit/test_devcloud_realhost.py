@@ -140,3 +140,25 @@ def test_the_metadata_path_of_the_real_host(tmp_path: Path) -> None:
 
 def test_dhcp_on_the_management_network_only() -> None:
     assert {name for name, spec in realhost.NETWORKS.items() if spec[3]} == {"devcloud-mgmt"}
+
+
+def test_the_real_hosts_guests_compute_their_own_checksums() -> None:
+    """The userspace datapath does not complete checksums a guest leaves to its virtio NIC: each virtio NIC of the
+    real host's guests goes to libvirt with the host-side offloads off (a driver element kept or added)."""
+    import xml.etree.ElementTree as ET
+
+    from nova.virt.libvirt import config
+
+    from nfvcat.lab.devcloud.libvirtdriver import HOST_OFFLOADS_OFF, without_host_offloads
+
+    def nic(model: str, driver_name: str | None = None) -> Any:
+        n = config.LibvirtConfigGuestInterface()
+        n.net_type, n.model, n.mac_addr, n.target_dev, n.driver_name = ("ethernet", model, "fa:16:3e:00:00:01",
+                                                                        "tap0", driver_name)
+        return n
+
+    for driver_name in (None, "vhost"):
+        dom = ET.fromstring(without_host_offloads(nic("virtio", driver_name)).to_xml())
+        assert dom.find("./driver/host").attrib == HOST_OFFLOADS_OFF and HOST_OFFLOADS_OFF["csum"] == "off"
+        assert dom.find("./driver").get("name") == driver_name and dom.find("./target").get("dev") == "tap0"
+    assert ET.fromstring(without_host_offloads(nic("e1000")).to_xml()).find("./driver") is None
