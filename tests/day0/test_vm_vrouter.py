@@ -67,3 +67,7 @@ def test_the_vrouter_image_runs_its_acl_as_ebpf_and_filters_routed_traffic(
     assert listener.received("snmp-probe") == 0, "acl_forward#3 (udp dport 161 from the left) let it through"
     ping = lab.sh(src, f"ping -c 3 -i 0.3 -W 2 {c.GWA_LAN}", check=False)
     assert " 0% packet loss" in ping.stdout, ping.stdout
+    # the hook's own view of cloud-init once it is over (hooks/vrouter 2.2.0): done, from the config drive
+    status = vm.wait_for(r"NFVCAT-CLOUD-INIT status: (\S+) datasource: ([^\r\n]*)", TIMEOUT)
+    print(f"[day0] {status.group(0).strip()} ({time.monotonic() - vm.started:.0f} s after QEMU start)")
+    assert (status.group(1), status.group(2).strip()) == ("done", "config-disk (/dev/sr0)"), status.group(0)

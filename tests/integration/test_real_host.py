@@ -1,8 +1,10 @@
 """The dev cloud's real host (hypervisor: libvirt): `nfvcat instantiate chain-vrouter` boots the product vRouter
-under Nova's libvirt driver (QEMU) from Glance, day-0 from Nova's config drive, and waits for its ready line in
-Nova's console log; the guest's libvirt domain holds what Nova decided (pinned vCPU, huge pages, one NUMA node)
-and its taps are OVS ports of the real host's br-int; `nfvcat terminate` leaves no server, port, tap or libvirt
-domain. Each step's time goes to standard error (under TCG the boot takes minutes)."""
+under Nova's libvirt driver (QEMU) from Glance, day-0 from Nova's config drive, and waits for its ready line and
+cloud-init's status (done) in Nova's console log; the guest's libvirt domain holds what Nova decided (pinned vCPU,
+huge pages, one NUMA node) and its taps are OVS ports of the real host's br-int; `nfvcat terminate` leaves no
+server, port, tap or libvirt domain. Then the same chain with `--day0 metadata`: no config drive, the day-0 from
+the metadata service (the real host's DHCP agent, isolated metadata, Neutron's metadata agent, Nova's metadata
+API), cloud-init done. Each step's time goes to standard error (under TCG the boot takes minutes)."""
 
 from __future__ import annotations
 
@@ -36,12 +38,27 @@ def took(what: str, t0: float) -> None:
     sys.stderr.write(f"[real host] {what}: {time.monotonic() - t0:.0f} s\n")
 
 
-def host_taps(host: Any) -> list[str]:
+def dhcp_taps(conn: Any) -> set[str]:
+    """The host ends of the DHCP agent's veths (``tap`` + the DHCP port's id, as Neutron names them)."""
+    return {f"tap{p.id}"[:14] for p in conn.network.ports(device_owner="network:dhcp")}
+
+
+def host_taps(host: Any, conn: Any) -> list[str]:
+    """The guests' taps in the real host's namespace (not the DHCP server's)."""
     from nfvcat.lab.devcloud import realhost
 
     out = subprocess.run(["ip", "-n", realhost.netns(host.name), "-o", "link"], capture_output=True, text=True,
                          check=True).stdout
-    return [line.split(":")[1].strip().split("@")[0] for line in out.splitlines() if ": tap" in line]
+    taps = [line.split(":")[1].strip().split("@")[0] for line in out.splitlines() if ": tap" in line]
+    return [t for t in taps if t not in dhcp_taps(conn)]
+
+
+def status_line(console: str) -> tuple[str, str, str]:
+    from nfvcat.day0.ready import cloud_init_status
+
+    found = cloud_init_status(console)
+    assert found is not None, console[-2000:]
+    return found
 
 
 def test_instantiate_boots_the_vrouter_on_the_real_host_and_waits_for_it(conn: Any, real: Any) -> None:
@@ -58,8 +75,11 @@ def test_instantiate_boots_the_vrouter_on_the_real_host_and_waits_for_it(conn: A
     [(_, sid)] = servers_of(conn, STACK)
     server = conn.compute.get_server(sid)
     assert (server.status, server.compute_host) == ("ACTIVE", host.name)
-    assert "NFVCAT-VROUTER-READY" in conn.compute.get_server_console_output(sid)["output"]
+    console = conn.compute.get_server_console_output(sid)["output"]
+    assert "NFVCAT-VROUTER-READY" in console and "NFVCAT-CLOUD-INIT status: done" in res.stderr
     assert server.has_config_drive
+    status, source, _ = status_line(console)
+    assert (status, source) == ("done", "config-disk (/dev/sr0)"), source
 
     lv = realhost.Libvirt(state, host.name)
     [domain] = lv.domains()
@@ -74,7 +94,7 @@ def test_instantiate_boots_the_vrouter_on_the_real_host_and_waits_for_it(conn: A
                for d in xml.findall("./devices/disk[@device='cdrom']")), "no config drive attached"
     taps = {i.find("target").get("dev") for i in xml.findall("./devices/interface")}
     ports = {p.id for p in conn.network.ports(device_id=sid)}
-    assert len(taps) == len(ports) == 3 and taps <= set(host_taps(host))
+    assert len(taps) == len(ports) == 3 and taps <= set(host_taps(host, conn))
     for port in conn.network.ports(device_id=sid):
         assert port.binding_vif_type == "ovs" and port.binding_host_id == host.name
         assert port.status == "ACTIVE"
@@ -152,6 +172,49 @@ def test_terminate_leaves_no_server_port_tap_or_domain(conn: Any, real: Any) -> 
     assert res.returncode == 0, res.stderr
     assert json.loads(res.stdout)["left_behind"] == []
     assert realhost.Libvirt(state, host.name).domains() == []
-    assert host_taps(host) == []
+    assert host_taps(host, conn) == []
     assert endpoints.leftovers(conn, state, host) == []
     assert not [s for s in conn.compute.servers(all_projects=True) if s.compute_host == host.name]
+
+
+def test_day0_from_the_metadata_service_without_a_config_drive(conn: Any, real: Any) -> None:
+    """`--day0 metadata` (use_config_drive false): no config drive on the server or in its domain; cloud-init got
+    the day-0 from 169.254.169.254 (its subplatform says so) over the management network's DHCP server on the real
+    host, ran the hook (the ready line) and finished with status done; terminate leaves nothing."""
+    from nfvcat.cloud.stacks import servers_of
+    from nfvcat.lab.devcloud import endpoints, realhost
+
+    state, host = real
+    stack = f"{STACK}-md"
+    mgmt = conn.network.find_network("devcloud-mgmt", ignore_missing=False)
+    [dhcp] = list(conn.network.network_hosting_dhcp_agents(mgmt))
+    assert (dhcp.host, dhcp.is_alive) == (host.name, True)
+    t0 = time.monotonic()
+    res = nfvcat("instantiate", "chain-vrouter", "--stack", stack, "-e", ENV, "--day0", "metadata", "--no-check",
+                 timeout=1800)
+    took("instantiate --day0 metadata (stack, boot, ready line, cloud-init status)", t0)
+    sys.stderr.write(res.stderr[-1500:])
+    try:
+        assert res.returncode == 0, res.stderr[-3000:]
+        [(_, sid)] = servers_of(conn, stack)
+        server = conn.compute.get_server(sid)
+        assert (server.status, server.compute_host) == ("ACTIVE", host.name)
+        assert not server.has_config_drive
+        lv = realhost.Libvirt(state, host.name)
+        [domain] = lv.domains()
+        xml = ET.fromstring(lv.virsh("dumpxml", domain, check=True).stdout)
+        assert not [d for d in xml.findall("./devices/disk")
+                    if (d.find("source") is not None and d.find("source").get("file", "").endswith("disk.config"))]
+        console = conn.compute.get_server_console_output(sid)["output"]
+        assert "NFVCAT-VROUTER-READY" in console
+        status, source, line = status_line(console)
+        assert (status, source) == ("done", "metadata (http://169.254.169.254)"), line
+        assert line in res.stderr  # instantiate waited for it and said so
+    finally:
+        t0 = time.monotonic()
+        out = nfvcat("terminate", stack, "--format", "json")
+        took("terminate (metadata)", t0)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["left_behind"] == []
+    assert realhost.Libvirt(state, host.name).domains() == []
+    assert host_taps(host, conn) == [] and endpoints.leftovers(conn, state, host) == []

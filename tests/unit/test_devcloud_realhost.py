@@ -4,6 +4,7 @@ choice, the machine's CPU sets and the configuration its nova-compute and Open v
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -86,3 +87,78 @@ def test_the_environment_file_names_the_dev_clouds_flavor_and_networks() -> None
     env = yaml.safe_load(realhost.environment_files()["chain-vrouter"].read_text())["parameters"]
     assert env["flavor"] == realhost.FLAVOR
     assert {env["mgmt_network"], env["left_network"], env["right_network"]} == set(realhost.NETWORKS)
+
+
+def _ini(path: Path) -> Any:
+    import configparser
+
+    cp = configparser.ConfigParser(interpolation=None)
+    cp.read(path)
+    return cp
+
+
+def test_the_metadata_path_of_the_real_host(tmp_path: Path) -> None:
+    """DHCP agent on the real host's own br-int and OVSDB, isolated metadata through haproxy to the metadata
+    agent's socket, the metadata agent to Nova's metadata API on the loopback with the secret Nova checks."""
+    from nfvcat.lab.devcloud import configs, metadata, services
+    from nfvcat.lab.devcloud.state import PORTS
+
+    state = State(tmp_path)
+    (tmp_path / "secrets.json").write_text(SECRETS)
+    inv = inventory.load(str(ROOT / "tools/nfvcat/lab/devcloud/inventory.yaml"))
+    layout = computes.site_layout(inv)
+    real = next(c for c in layout if c.real)
+    dhcp = _ini(metadata.dhcp_agent_conf(state, real))
+    assert (dhcp["DEFAULT"]["host"], dhcp["DEFAULT"]["interface_driver"]) == ("devcloud-real", "openvswitch")
+    assert dhcp["DEFAULT"]["ovs_use_veth"] == "true" and dhcp["DEFAULT"]["enable_isolated_metadata"] == "true"
+    assert dhcp["ovs"]["integration_bridge"] == real.integration_bridge == "br-int2"
+    assert dhcp["ovs"]["ovsdb_connection"] == f"unix:{real.ovs_run(state) / 'db.sock'}"
+    meta = _ini(metadata.metadata_agent_conf(state, real))
+    assert meta["DEFAULT"]["metadata_proxy_socket"] == dhcp["DEFAULT"]["metadata_proxy_socket"]
+    assert (meta["DEFAULT"]["nova_metadata_host"], meta["DEFAULT"]["nova_metadata_port"]) == (
+        "127.0.0.1", str(PORTS["nova_metadata"]))
+    (tmp_path / "etc/nova").mkdir(parents=True, exist_ok=True)
+    nova = _ini(configs.nova(state, inv))
+    assert nova["neutron"]["service_metadata_proxy"] == "true"
+    assert nova["neutron"]["metadata_proxy_shared_secret"] == meta["DEFAULT"]["metadata_proxy_shared_secret"] != ""
+    server = _ini(configs.neutron(state)["server"])
+    assert server["DEFAULT"]["network_auto_schedule"] == "false"
+    # the DHCP agent in the host's network namespace (its veth must be there, beside the host's datapath), reaching
+    # RabbitMQ through the relay; the simulated hosts have none of it
+    path = {s.name: s for s in services.metadata_path(state, real)}
+    agent = path["neutron-dhcp-agent@devcloud-real"].argv
+    assert agent[:2] == ["nsenter", "--net=/run/netns/nfvcat-devcloud-real"]
+    assert path["neutron-metadata-agent@devcloud-real"].argv[0].endswith("/neutron-metadata-agent")
+    relay = path["amqp-relay-netns@devcloud-real"].argv
+    assert relay[:3] == ["nsenter", "--net=/run/netns/nfvcat-devcloud-real", "socat"]
+    assert f"TCP-LISTEN:{PORTS['rabbitmq']},bind=127.0.0.1" in relay[3]
+    assert f"UNIX-LISTEN:{metadata.relay_socket(state, 'devcloud-real')}" in path["amqp-relay@devcloud-real"].argv[1]
+    assert all(services.metadata_path(state, c) == [] for c in layout if not c.real)
+    inv_file = ROOT / "tools/nfvcat/lab/devcloud/inventory.yaml"
+    assert set(path) <= {s.name for s in services.compute(state, real, inv_file)}
+
+
+def test_dhcp_on_the_management_network_only() -> None:
+    assert {name for name, spec in realhost.NETWORKS.items() if spec[3]} == {"devcloud-mgmt"}
+
+
+def test_the_real_hosts_guests_compute_their_own_checksums() -> None:
+    """The userspace datapath does not complete checksums a guest leaves to its virtio NIC: each virtio NIC of the
+    real host's guests goes to libvirt with the host-side offloads off (a driver element kept or added)."""
+    import xml.etree.ElementTree as ET
+
+    from nova.virt.libvirt import config
+
+    from nfvcat.lab.devcloud.libvirtdriver import HOST_OFFLOADS_OFF, without_host_offloads
+
+    def nic(model: str, driver_name: str | None = None) -> Any:
+        n = config.LibvirtConfigGuestInterface()
+        n.net_type, n.model, n.mac_addr, n.target_dev, n.driver_name = ("ethernet", model, "fa:16:3e:00:00:01",
+                                                                        "tap0", driver_name)
+        return n
+
+    for driver_name in (None, "vhost"):
+        dom = ET.fromstring(without_host_offloads(nic("virtio", driver_name)).to_xml())
+        assert dom.find("./driver/host").attrib == HOST_OFFLOADS_OFF and HOST_OFFLOADS_OFF["csum"] == "off"
+        assert dom.find("./driver").get("name") == driver_name and dom.find("./target").get("dev") == "tap0"
+    assert ET.fromstring(without_host_offloads(nic("e1000")).to_xml()).find("./driver") is None

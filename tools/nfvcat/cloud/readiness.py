@@ -1,7 +1,9 @@
 """``instantiate`` waits for each VNF of the chain to say it is ready: the line its day-0 hook prints on the console
 (:mod:`nfvcat.day0.ready`), read from Nova's console log (``os-getConsoleOutput``, what ``openstack console log
-show`` prints). A hypervisor that serves no console log (Nova answers 501) leaves readiness "not observable": said
-so, never counted as ready. A server that goes to ERROR, or no line before the timeout, fails."""
+show`` prints). Where the server's user data prints cloud-init's own status once cloud-init is over, that line is
+waited for too, and anything but ``done`` fails (cloud-init's ``error``: a module or the hook failed). A hypervisor
+that serves no console log (Nova answers 501) leaves readiness "not observable": said so, never counted as ready. A
+server that goes to ERROR, or no line before the timeout, fails."""
 
 from __future__ import annotations
 
@@ -14,9 +16,10 @@ from nfvcat.cloud.stacks import servers_of
 from nfvcat.cloud.verdicts import PASS, Verdict
 from nfvcat.core.errors import EXIT_FINDINGS, UserError
 from nfvcat.core.waiting import TimedOut, until
-from nfvcat.day0.ready import ready_line
+from nfvcat.day0.ready import cloud_init_status, prints_cloud_init_status, ready_line
 
 READY, NOT_OBSERVABLE, TIMEOUT, ERROR = "ready", "not observable", "timeout", "error"
+CLOUD_INIT_FAILED = "cloud-init not done"
 
 
 @dataclass
@@ -26,10 +29,11 @@ class Readiness:
     status: str
     detail: str
     seconds: float
+    cloud_init: str = ""  # cloud-init's status line, where the user data prints one
 
     def as_dict(self) -> dict[str, Any]:
         return {"vnf": self.vnf, "server": self.server_id, "status": self.status, "detail": self.detail,
-                "seconds": round(self.seconds, 1)}
+                "seconds": round(self.seconds, 1), "cloud_init": self.cloud_init}
 
 
 def console(conn: Any, server_id: str) -> str | None:
@@ -53,18 +57,49 @@ def _last_line(text: str) -> str:
     return last if len(last) <= 100 else last[:97] + "..."
 
 
+def expects_status(server: Any) -> bool:
+    """Whether the server's user data (Nova shows it to an admin, microversion 2.3+) prints cloud-init's status."""
+    import base64
+    import binascii
+
+    try:
+        text = base64.b64decode(server.user_data or "").decode("utf-8", "replace")
+    except (binascii.Error, ValueError):
+        return False
+    return prints_cloud_init_status(text)
+
+
+def judge(vnf: str, sid: str, text: str, status_expected: bool, seconds: float) -> Readiness | None:
+    """The verdict a console log gives, None while it says nothing final yet."""
+    line = ready_line(text)
+    status = cloud_init_status(text) if status_expected else None
+    if status is not None and status[0] != "done":
+        return Readiness(vnf, sid, CLOUD_INIT_FAILED, f"cloud-init status {status[0]}"
+                         f"{'' if line else ' and no ready line'}: {status[2]}", seconds, status[2])
+    if status is not None and line is None:
+        return Readiness(vnf, sid, CLOUD_INIT_FAILED, f"cloud-init done without the ready line: {status[2]}",
+                         seconds, status[2])
+    if line is not None and (status is not None or not status_expected):
+        return Readiness(vnf, sid, READY, line, seconds, status[2] if status else "")
+    return None
+
+
 def wait(conn: Any, servers: list[tuple[str, str]], timeout: float, say: Callable[[str], None],
          poll: float = 5.0, every: float = 30.0) -> list[Readiness]:
-    """Until every server printed its ready line (or failed); progress every ``every`` seconds."""
+    """Until every server printed its ready line, and its cloud-init status line where its user data prints one
+    (or failed); progress every ``every`` seconds."""
     t0 = time.monotonic()
     pending = dict(servers)
     out: dict[str, Readiness] = {}
     last_said = [t0]
+    expected: dict[str, bool] = {}
 
     def one_round() -> int:
         now = time.monotonic()
         for vnf, sid in list(pending.items()):
             server = conn.compute.get_server(sid)
+            if vnf not in expected:
+                expected[vnf] = expects_status(server)
             if server.status == "ERROR":
                 fault = (server.fault or {}).get("message", "no fault recorded")
                 out[vnf] = Readiness(vnf, sid, ERROR, f"server in ERROR: {fault}", now - t0)
@@ -73,11 +108,14 @@ def wait(conn: Any, servers: list[tuple[str, str]], timeout: float, say: Callabl
                 if text is None:
                     out[vnf] = Readiness(vnf, sid, NOT_OBSERVABLE, "the hypervisor serves no console log "
                                          "(Nova: 501 Not Implemented)", now - t0)
-                elif (line := ready_line(text)) is not None:
-                    out[vnf] = Readiness(vnf, sid, READY, line, now - t0)
-                    say(f"  {vnf}: ready after {now - t0:.0f} s: {line}")
+                elif (verdict := judge(vnf, sid, text, expected[vnf], now - t0)) is not None:
+                    out[vnf] = verdict
+                    if verdict.status == READY:
+                        say(f"  {vnf}: ready after {now - t0:.0f} s: {verdict.detail}"
+                            + (f"; {verdict.cloud_init}" if verdict.cloud_init else ""))
                 elif now - last_said[0] >= every:
-                    say(f"  {vnf}: waiting for its ready line ({now - t0:.0f} s; {server.status}; console: "
+                    what = ("cloud-init's status line" if ready_line(text) else "its ready line")
+                    say(f"  {vnf}: waiting for {what} ({now - t0:.0f} s; {server.status}; console: "
                         f"{_last_line(text) if text else '(no log yet)'})")
             if vnf in out:
                 del pending[vnf]
@@ -90,7 +128,8 @@ def wait(conn: Any, servers: list[tuple[str, str]], timeout: float, say: Callabl
               state=lambda left: f"{left} VNF(s) without one", first=poll, most=poll)
     except TimedOut:
         for vnf, sid in pending.items():
-            out[vnf] = Readiness(vnf, sid, TIMEOUT, f"no ready line within {timeout:.0f} s", time.monotonic() - t0)
+            what = "cloud-init status line" if expected.get(vnf) else "ready line"
+            out[vnf] = Readiness(vnf, sid, TIMEOUT, f"no {what} within {timeout:.0f} s", time.monotonic() - t0)
     return [out[vnf] for vnf, _ in servers]
 
 
@@ -103,12 +142,17 @@ def stack_ready(conn: Any, name: str, timeout: float, say: Callable[[str], None]
     servers = servers_of(conn, name)
     say(f"{name}: waiting for the ready line of {', '.join(v for v, _ in servers)} in Nova's console log")
     results = wait(conn, servers, timeout, say)
-    bad = [r for r in results if r.status in (ERROR, TIMEOUT)]
+    bad = [r for r in results if r.status in (ERROR, TIMEOUT, CLOUD_INIT_FAILED)]
     if bad:
         raise UserError(f"{name}: {'; '.join(f'{r.vnf} not ready: {r.detail}' for r in bad)} (stack kept: "
                         f"`nfvcat terminate {name}` removes it)", EXIT_FINDINGS)
     for r in results:
         if r.status == NOT_OBSERVABLE:
             say(f"  {r.vnf}: readiness not observable: {r.detail}")
-    return [Verdict(r.vnf, r.server_id, "day-0 ready", PASS, f"{r.detail} (after {r.seconds:.0f} s)")
-            for r in results if r.status == READY]
+    verdicts = []
+    for r in results:
+        if r.status == READY:
+            verdicts.append(Verdict(r.vnf, r.server_id, "day-0 ready", PASS, f"{r.detail} (after {r.seconds:.0f} s)"))
+            if r.cloud_init:
+                verdicts.append(Verdict(r.vnf, r.server_id, "cloud-init status", PASS, r.cloud_init))
+    return verdicts

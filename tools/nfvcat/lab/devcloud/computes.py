@@ -127,8 +127,8 @@ def nova_conf(state: State, c: Compute) -> Path:
     return configs.write_multi(state.etc / "nova" / f"compute-{c.name}.conf", ini)
 
 
-def agent_confs(state: State, c: Compute) -> dict[str, Path]:
-    d = state.etc / "neutron"
+def agent_base(state: State, c: Compute) -> tuple[configs.Ini, configs.Ini]:
+    """What every Neutron agent of a host is configured with: (its sections, its privsep helpers)."""
     helper = f"{state.venv_bin / 'privsep-helper'}"
     agent_ini: configs.Ini = {
         "DEFAULT": {"host": c.name, "transport_url": configs.transport(), "debug": False, "use_stderr": False},
@@ -138,6 +138,12 @@ def agent_confs(state: State, c: Compute) -> dict[str, Path]:
     }
     privsep = {f"privsep{suffix}": {"helper_command": helper} for suffix in
                ("", "_ovs_vsctl", "_link", "_dhcp_release", "_namespace", "_conntrack")}
+    return agent_ini, privsep
+
+
+def agent_confs(state: State, c: Compute) -> dict[str, Path]:
+    d = state.etc / "neutron"
+    agent_ini, privsep = agent_base(state, c)
     (state.run / "vhu" / c.name).mkdir(parents=True, exist_ok=True)
     extensions = [*(["qos"] if c.real else []), *(["sfc"] if configs.sfc_enabled() else [])]
     ovs = configs.write(d / f"openvswitch_agent-{c.name}.ini", {

@@ -131,8 +131,9 @@ def nova(state: State, inv: inventory.Inventory) -> Path:
         "keystone_authtoken": authtoken(state, "nova"),
         "service_user": {**auth(state, "nova"), "send_service_user_token": True},
         "placement": auth(state, "placement") | {"username": "nova", "password": state.secrets()["nova"]},
+        # the metadata API (services.apis) behind Neutron's metadata agent (lab.devcloud.metadata)
         "neutron": {**auth(state, "neutron") | {"username": "nova", "password": state.secrets()["nova"]},
-                    "service_metadata_proxy": False},
+                    "service_metadata_proxy": True, "metadata_proxy_shared_secret": state.secrets()["metadata"]},
         "glance": {"api_servers": url("glance"), "region_name": REGION},
         "pci": {"alias": alias},
         "filter_scheduler": {"enabled_filters": ",".join(inv.enabled_filters), "pci_in_placement": True},
@@ -191,7 +192,9 @@ def neutron(state: State) -> dict[str, Path]:
                     "auth_strategy": "keystone", "api_paste_config": str(d / "api-paste.ini"),
                     "api_workers": 1, "rpc_workers": 1, "rpc_state_report_workers": 1,
                     "notify_nova_on_port_status_changes": True, "notify_nova_on_port_data_changes": True,
-                    "allow_overlapping_ips": True, "host": CONTROLLER},
+                    "allow_overlapping_ips": True, "host": CONTROLLER,
+                    # DHCP only where `up` puts it (the real host's networks that need it: lab.devcloud.metadata)
+                    "network_auto_schedule": False, "dhcp_agents_per_network": 1},
         "database": {"connection": db(state, "neutron")},
         "keystone_authtoken": authtoken(state, "neutron"),
         "nova": auth(state, "nova") | {"username": "neutron", "password": state.secrets()["neutron"]},

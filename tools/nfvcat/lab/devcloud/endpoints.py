@@ -102,8 +102,9 @@ def _env(state: State, host: computes.Compute) -> dict[str, str]:
 
 def leftovers(conn: Any, state: State, host: computes.Compute) -> list[str]:
     """What a test could leave behind: endpoint ports in Neutron, OVS ports of taps on the real host (with no
-    server left, none should remain)."""
+    server left, none should remain but the DHCP server's: ``tap`` + its port's id, as Neutron names it)."""
     ports = [f"port {p.id}" for p in conn.network.ports(device_owner=DEVICE_OWNER)]
+    dhcp = {f"tap{p.id}"[:14] for p in conn.network.ports(device_owner="network:dhcp")}
     out = subprocess.run(["ovs-vsctl", "--timeout=10", "list-ports", host.integration_bridge], capture_output=True,
                          text=True, timeout=60, check=False, env=_env(state, host)).stdout.split()
-    return ports + [f"ovs port {name}" for name in out if name.startswith("tap")]
+    return ports + [f"ovs port {name}" for name in out if name.startswith("tap") and name not in dhcp]

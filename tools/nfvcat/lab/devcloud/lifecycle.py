@@ -14,6 +14,7 @@ from nfvcat.catalog import inventory as inventory_mod
 from nfvcat.core.errors import EXIT_ENGINE, UserError
 from nfvcat.core.waiting import TimedOut, until
 from nfvcat.lab.devcloud import accel, bootstrap, computes, configs, host, procs, realhost, services, shim, tacker
+from nfvcat.lab.devcloud import metadata as guest_metadata
 from nfvcat.lab.devcloud.services import Service
 from nfvcat.lab.devcloud.state import REGION, State
 
@@ -209,16 +210,19 @@ def real_host_flavor(state: State, real: list[computes.Compute], virt: tuple[str
 
     conn = openstack.connect(auth=bootstrap.admin_auth(state), region_name=REGION, identity_api_version="3")
     realhost.ensure_flavor(conn)
-    realhost.ensure_networks(conn)
+    with_dhcp = realhost.ensure_networks(conn)
     envs = {k: str(v) for k, v in realhost.environment_files().items()}
     progress.say(f"flavor {realhost.FLAVOR}, networks {', '.join(realhost.NETWORKS)} for the real host(s); "
                  "environment files: "
                  f"{', '.join(envs.values())}")
+    for c in real:
+        guest_metadata.schedule(conn, state, c.name, with_dhcp)
+        progress.say(f"{c.name}: DHCP and the metadata service on {', '.join(with_dhcp)}")
     shared, dedicated = realhost.cpu_sets()
     return [{"name": c.name, "virt_type": virt[0], "why": virt[1], "cpu_shared_set": shared,
              "cpu_dedicated_set": dedicated, "netns": realhost.netns(c.name), "flavor": realhost.FLAVOR,
-             "networks": list(realhost.NETWORKS),
-              "environments": envs} for c in real]
+             "networks": list(realhost.NETWORKS), "dhcp_networks": with_dhcp,
+             "environments": envs} for c in real]
 
 
 
@@ -242,11 +246,12 @@ def _run_steps(steps: list[tuple[list[str], str]]) -> None:
 
 
 TIERS = (  # stopped one tier after the other, each tier in parallel (name@host: every host's)
-    ("nova-compute@", "neutron-openvswitch-agent@", "neutron-sriov-nic-agent@", "heat-engine", "heat-api",
+    ("nova-compute@", "neutron-openvswitch-agent@", "neutron-sriov-nic-agent@", "neutron-dhcp-agent@",
+     "neutron-metadata-agent@", "nova-api-metadata", "heat-engine", "heat-api",
      "tacker-server", "tacker-conductor",
      "nova-conductor", "nova-scheduler", "nova-api", "neutron-api", "neutron-rpc-server", "neutron-periodic-workers",
      "glance", "placement", "keystone"),
-    ("ovs-vswitchd", "ovs-vswitchd@", "libvirtd@", "rabbitmq", "mariadb"),
+    ("ovs-vswitchd", "ovs-vswitchd@", "libvirtd@", "amqp-relay@", "amqp-relay-netns@", "rabbitmq", "mariadb"),
     ("ovsdb-server", "ovsdb-server@", "epmd"),
 )
 
@@ -285,6 +290,9 @@ def down(state: State, wipe: bool = False, out: TextIO = sys.stderr, quiet: bool
                     stopped.append(name)
                     progress.say(f"{name:28} stopped")
         for c in layout:
+            if c.real:
+                for ns in guest_metadata.cleanup(state, c.name):
+                    progress.say(f"{c.name}: DHCP namespace {ns} removed")
             if c.real and realhost.remove_netns(c.name, c.position):
                 progress.say(f"{c.name}: namespace {realhost.netns(c.name)} removed")
         for line in host.restore(state):

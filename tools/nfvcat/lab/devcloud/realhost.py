@@ -34,15 +34,16 @@ FLAVOR = "devcloud.vrouter"
 FLAVOR_SIZE = {"vcpus": 1, "ram": 1024, "disk": 4}
 FLAVOR_SPECS = {"hw:cpu_policy": "dedicated", "hw:mem_page_size": "2MB", "hw:numa_nodes": "1",
                 "aggregate_instance_extra_specs:nfv_class": "libvirt"}
-# The real host's chain networks (the environment files name them): the catalog's net-provider networks
-# (nfv-mgmt, nfv-dpdk-left/right) have DHCP, and the dev cloud runs no DHCP agent: a guest on them waits for a
-# lease (Debian's dhclient: 300 s an interface) before its day-0 runs. These are VLANs with fixed addresses only
-# (Nova's network_data.json then says ipv4, not ipv4_dhcp) and no gateway (the vRouter is it), on physnet_mgmt,
-# the site profile's plain-OVS physnet: the real host's ports are taps on plain OVS (vif_type ovs, which is what
-# check expects there; an OVS-DPDK physnet would expect vhostuser).
-NETWORKS = {"devcloud-mgmt": ("physnet_mgmt", 390, "172.31.0.0/24"),
-            "devcloud-left": ("physnet_mgmt", 391, "10.212.0.0/24"),
-            "devcloud-right": ("physnet_mgmt", 392, "10.213.0.0/24")}
+# The real host's chain networks (the environment files name them): VLANs like net-provider's nfv-mgmt and
+# nfv-dpdk-left/right, with no gateway (the vRouter is it), on physnet_mgmt, the site profile's plain-OVS physnet:
+# the real host's ports are taps on plain OVS (vif_type ovs, which is what check expects there; an OVS-DPDK
+# physnet would expect vhostuser). DHCP (the last field) on the management network only: it is the one cloud-init
+# configures by DHCP to reach the metadata service (the real host's DHCP agent serves it, lab.devcloud.metadata);
+# the data networks have fixed addresses only (Nova's network_data.json says ipv4, not ipv4_dhcp), so no guest
+# waits for a lease there (Debian's dhclient: 300 s an interface) before its day-0 runs.
+NETWORKS = {"devcloud-mgmt": ("physnet_mgmt", 390, "172.31.0.0/24", True),
+            "devcloud-left": ("physnet_mgmt", 391, "10.212.0.0/24", False),
+            "devcloud-right": ("physnet_mgmt", 392, "10.213.0.0/24", False)}
 GUEST_PAGES = 640  # 2 MiB pages for guests of the real host: one FLAVOR guest (512) and headroom
 ENV_DIR = Path(__file__).with_name("environments")
 LIBVIRT_DIRS = {"etc": "/etc/libvirt", "run": "/run/libvirt", "lib": "/var/lib/libvirt", "log": "/var/log/libvirt",
@@ -224,15 +225,21 @@ def ensure_flavor(conn: Any) -> str:
 
 
 def ensure_networks(conn: Any) -> list[str]:
-    """NETWORKS on the cloud (find or create, shared), each with one subnet without DHCP."""
-    out = []
-    for name, (physnet, vlan, cidr) in NETWORKS.items():
+    """NETWORKS on the cloud (find or create, shared), each with one subnet, DHCP on or off as NETWORKS says (an
+    existing subnet is updated). Returns the names of those with DHCP."""
+    dhcp = []
+    for name, (physnet, vlan, cidr, with_dhcp) in NETWORKS.items():
         net = conn.network.find_network(name)
         if net is None:
             net = conn.network.create_network(name=name, provider_network_type="vlan", is_shared=True,
                                               provider_physical_network=physnet, provider_segmentation_id=vlan)
-        if not list(conn.network.subnets(network_id=net.id)):
-            conn.network.create_subnet(network_id=net.id, name=name, ip_version=4, cidr=cidr, is_dhcp_enabled=False,
-                                       gateway_ip=None)
-        out.append(name)
-    return out
+        subnets = list(conn.network.subnets(network_id=net.id))
+        if not subnets:
+            conn.network.create_subnet(network_id=net.id, name=name, ip_version=4, cidr=cidr,
+                                       is_dhcp_enabled=with_dhcp, gateway_ip=None)
+        for sub in subnets:
+            if sub.is_dhcp_enabled != with_dhcp:
+                conn.network.update_subnet(sub, is_dhcp_enabled=with_dhcp)
+        if with_dhcp:
+            dhcp.append(name)
+    return dhcp

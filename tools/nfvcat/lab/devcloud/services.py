@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from nfvcat.lab.devcloud import computes as computes_mod
+from nfvcat.lab.devcloud import metadata as metadata_mod
 from nfvcat.lab.devcloud import realhost as realhost_mod
 from nfvcat.lab.devcloud.state import HOST, PORTS, State
 
@@ -151,6 +152,9 @@ def apis(state: State) -> list[Service]:
         gunicorn(state, "nova-api", PORTS["nova"], "nova.wsgi.osapi_compute",
                  env={"OS_NOVA_CONFIG_DIR": str(state.etc / "nova"),
                       "OS_NOVA_CONFIG_FILES": "api-paste.ini;nova.conf"}),
+        gunicorn(state, "nova-api-metadata", PORTS["nova_metadata"], "nova.wsgi.metadata",
+                 env={"OS_NOVA_CONFIG_DIR": str(state.etc / "nova"),
+                      "OS_NOVA_CONFIG_FILES": "api-paste.ini;nova.conf"}),
         gunicorn(state, "neutron-api", PORTS["neutron"], "neutron.wsgi.api", argv=["neutron-api", *nconf]),
         oslo(state, "neutron-rpc-server", nconf),
         oslo(state, "neutron-periodic-workers", nconf),
@@ -210,6 +214,7 @@ def compute(state: State, c: computes_mod.Compute, inventory: Path) -> list[Serv
 
     return [
         proc("neutron-openvswitch-agent", [n / "neutron.conf", confs["ovs"]], env),
+        *metadata_path(state, c),
         proc("neutron-sriov-nic-agent", [n / "neutron.conf", confs["sriov"]]),
         proc("nova-compute", [state.etc / "nova/nova.conf", nova_conf],
              {"NFVCAT_DEVCLOUD_INVENTORY": str(inventory), "NFVCAT_DEVCLOUD_CONFIG_DRIVE": "1", **env}),
@@ -223,3 +228,32 @@ def hypervisor(state: State, c: computes_mod.Compute) -> list[Service]:
     lv = realhost_mod.Libvirt(state, c.name)
     return [Service(c.service("libvirtd"), lv.argv(), command_ok(["virsh", "-c", lv.uri, "version"]),
                     env=computes_mod.ovs_env(state, c), grace=10)]
+
+
+def metadata_path(state: State, c: computes_mod.Compute) -> list[Service]:
+    """A real host's DHCP agent (in its namespace, with the AMQP relay it reaches RabbitMQ through) and metadata
+    agent (:mod:`nfvcat.lab.devcloud.metadata`)."""
+    if not c.real:
+        return []
+    n = state.etc / "neutron"
+    netns = ["nsenter", f"--net=/run/netns/{realhost_mod.netns(c.name)}"]
+    sock = metadata_mod.relay_socket(state, c.name)
+    amqp = f"{HOST}:{PORTS['rabbitmq']}"
+    dhcp = metadata_mod.dhcp_agent_conf(state, c)
+    meta = metadata_mod.metadata_agent_conf(state, c)
+
+    def agent(binary: str, conf: Path, prefix: list[str]) -> Service:
+        name = c.service(binary)
+        return Service(name, [*prefix, str(state.venv_bin / binary), "--config-file", str(n / "neutron.conf"),
+                              "--config-file", str(conf), "--log-file", str(state.log / f"{name}.log")],
+                       always, env=computes_mod.ovs_env(state, c), grace=5)
+
+    return [
+        Service(c.service("amqp-relay"), ["socat", f"UNIX-LISTEN:{sock},fork,unlink-early,mode=600", f"TCP:{amqp}"],
+                sock.exists),
+        Service(c.service("amqp-relay-netns"), [*netns, "socat", f"TCP-LISTEN:{PORTS['rabbitmq']},bind={HOST},fork,"
+                                                "reuseaddr", f"UNIX-CONNECT:{sock}"],
+                command_ok([*netns, "socat", "-u", "OPEN:/dev/null", f"TCP:{amqp}"])),
+        agent("neutron-dhcp-agent", dhcp, netns),
+        agent("neutron-metadata-agent", meta, []),
+    ]

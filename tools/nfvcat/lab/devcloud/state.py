@@ -14,7 +14,8 @@ HOST = "127.0.0.1"
 REGION = "RegionOne"
 CLOUD_NAME = "nfvcat-dev"
 PORTS = {
-    "keystone": 5000, "glance": 9292, "placement": 8778, "nova": 8774, "neutron": 9696, "heat": 8004, "tacker": 9890,
+    "keystone": 5000, "glance": 9292, "placement": 8778, "nova": 8774, "nova_metadata": 8775, "neutron": 9696,
+    "heat": 8004, "tacker": 9890,
     "mariadb": 3306, "rabbitmq": 5672, "rabbitmq_dist": 25672, "epmd": 4369,
 }
 DATABASES = ("keystone", "glance", "placement", "nova_api", "nova", "nova_cell0", "neutron", "heat", "tacker")
@@ -70,7 +71,7 @@ class State:
         """Passwords, generated once and kept (0600) in the state directory."""
         path = self.root / "secrets.json"
         values: dict[str, str] = dict(json.loads(path.read_text())) if path.is_file() else {}
-        wanted = ("db", "admin", *SERVICE_USERS)
+        wanted = ("db", "admin", "metadata", *SERVICE_USERS)  # metadata: Neutron's and Nova's shared secret
         if all(name in values for name in wanted):
             return values
         values.update({name: secrets.token_hex(12) for name in wanted if name not in values})
