@@ -77,3 +77,54 @@ def test_instantiate_heal_terminate_via_tacker(conn: Any, entry: str) -> None:
     assert _instances(conn, name) == []
     assert counts(conn) == before
     sys.stderr.write(f"[tacker] {entry}: " + ", ".join(f"{k} {v:.1f} s" for k, v in times.items()) + "\n")
+
+
+def _vdu_servers(conn: Any, stack: str, vdu: str) -> list[str]:
+    """The VDU's servers in the stack Tacker made, counted through Heat (every depth) and checked in Nova."""
+    found = [r.physical_resource_id for r in conn.orchestration.resources(stack, nested_depth=5)
+             if r.resource_type == "OS::Nova::Server" and r.name == vdu]
+    assert all(conn.compute.get_server(s).status == "ACTIVE" for s in found)
+    return found
+
+
+def test_scale_out_and_in_by_one_step_via_tacker(conn: Any) -> None:
+    """vnf-vrouter's aspect VDU_VROUTER_scale (1 to 2 vRouters): out by one step, a step beyond its maximum refused
+    before Tacker is asked, in by one step; each checked, and Tacker's scale level equal to the servers Heat holds."""
+    name, aspect = "it-scale-vrouter", "VDU_VROUTER_scale"
+    nfvcat("terminate", "--via", "tacker", name)
+    before = counts(conn)
+    times: dict[str, float] = {}
+    made, times["instantiate+check"] = _run("instantiate", "instantiate", "--via", "tacker", "vnfd/vnf-vrouter",
+                                            "--vnf", name, "--host-access", "devcloud")
+    stack = made["vnf"]["stack"]
+    first = _vdu_servers(conn, stack, "VDU_VROUTER")
+    assert len(first) == 1 and [v["server"] for v in made["vnf"]["vnfcs"]] == first
+
+    out, times["scale out+check"] = _run("scale out", "scale", "--via", "tacker", name, "--aspect", aspect,
+                                         "--host-access", "devcloud")
+    assert out["ok"] and {v["status"] for v in out["verdicts"]} == {"pass"}, out["verdicts"]
+    assert out["vnf"]["scale"] == {"aspect": aspect, "from": 0, "to": 1}
+    servers = _vdu_servers(conn, stack, "VDU_VROUTER")
+    assert len(servers) == 2 and first[0] in servers
+    assert sorted(v["server"] for v in out["vnf"]["vnfcs"]) == sorted(servers)
+    active = [v for v in out["verdicts"] if v["check"] == "server ACTIVE"]
+    assert len(active) == 2 and len({v["vnf"] for v in active}) == 2, active  # check covers the new VNFC too
+    (level,) = [v for v in out["verdicts"] if v["check"] == "scale level"]
+    assert "level 1: the VNFD gives 2 instance(s); the stack has 2 server(s), Tacker reports 2" in level["detail"]
+
+    beyond = nfvcat("scale", "--via", "tacker", name, "--aspect", aspect)
+    assert beyond.returncode == 1 and "of at most 1 (max_scale_level)" in beyond.stderr, beyond.stderr
+    assert "nothing sent" in beyond.stderr and "Traceback" not in beyond.stderr
+    assert len(_vdu_servers(conn, stack, "VDU_VROUTER")) == 2
+
+    back, times["scale in+check"] = _run("scale in", "scale", "--via", "tacker", name, "--aspect", aspect, "--in",
+                                         "--host-access", "devcloud")
+    assert back["ok"], back["verdicts"]
+    assert back["vnf"]["scale"] == {"aspect": aspect, "from": 1, "to": 0}
+    left = _vdu_servers(conn, stack, "VDU_VROUTER")
+    assert len(left) == 1 and [v["server"] for v in back["vnf"]["vnfcs"]] == left
+
+    gone, times["terminate"] = _run("terminate", "terminate", "--via", "tacker", name)
+    assert gone["left_behind"] == [], gone
+    assert counts(conn) == before
+    sys.stderr.write("[tacker] scale: " + ", ".join(f"{k} {v:.1f} s" for k, v in times.items()) + "\n")

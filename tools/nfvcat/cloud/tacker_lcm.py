@@ -215,21 +215,26 @@ def report(vnf: dict[str, Any], verdicts: list[Any] | None, fmt: str) -> str:
     lines = [f"{vnf['name']}: {vnf['state']} (VNF instance {vnf['vnf_instance']}, stack {vnf['stack']})"]
     lines += [f"  VNFC {v['vnfcInstanceId']} ({v['vduId']}): server {v['server']}" for v in vnf["vnfcs"]]
     lines += [f"  external CP {c['cpdId']}: port {c['port']}" for c in vnf["ext_cps"]]
+    if vnf.get("scale"):
+        lines.append("  scaled {aspect}: level {from} -> {to}".format(**vnf["scale"]))
     if verdicts is not None:
         lines.append(check_report(verdicts, vnf["stack"], "text"))
     return "\n".join(lines)
 
 
 def check_and_report(conn: Any, vnf: dict[str, Any], inv: Any, access: Any, fmt: str,
-                     check: bool = True) -> tuple[str, bool]:
-    """``check`` on the stack Tacker made (unless not ``check``): the report to print and whether it passed."""
+                     check: bool = True, extra: list[Any] | None = None) -> tuple[str, bool]:
+    """``check`` on the stack Tacker made (unless not ``check``) after the ``extra`` verdicts: the report to
+    print and whether it passed."""
     from nfvcat.cloud.check import check_stack
     from nfvcat.cloud.verdicts import passed
 
-    if not check:
+    verdicts = list(extra or [])
+    if check:
+        with cloud_errors(f"check {vnf['stack']}"):
+            verdicts += check_stack(conn, vnf["stack"], inv, access)
+    if not verdicts:
         return report(vnf, None, fmt), True
-    with cloud_errors(f"check {vnf['stack']}"):
-        verdicts = check_stack(conn, vnf["stack"], inv, access)
     return report(vnf, verdicts, fmt), passed(verdicts)
 
 
@@ -357,7 +362,8 @@ def _discard(tk: Tacker, inst_id: str) -> None:
         tk.delete(inst_id, busy_ok=True)
 
 
-def _instantiated(tk: Tacker, name: str) -> dict[str, Any]:
+def instantiated(tk: Tacker, name: str) -> dict[str, Any]:
+    """The VNF instance named ``name``, in full; an error unless it is instantiated."""
     inst = tk.find(name)
     if inst is None:
         raise UserError(f"no VNF instance named {name}")
@@ -368,7 +374,7 @@ def _instantiated(tk: Tacker, name: str) -> dict[str, Any]:
 
 def heal(tk: Tacker, name: str, vnfc: str, timeout: float) -> dict[str, Any]:
     """Heal one VNFC by its vnfcInstanceId; the VNF as reported after, with the VNFC's new identity."""
-    inst = _instantiated(tk, name)
+    inst = instantiated(tk, name)
     before = summary(inst)
     ids = [v["vnfcInstanceId"] for v in before["vnfcs"]]
     if vnfc not in ids:
