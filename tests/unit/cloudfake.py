@@ -87,7 +87,9 @@ class TackerFake:
         m.post(f"{lcm}/vnf_instances", json=self._create, status_code=201)
         m.get(re.compile(rf"^{lcm}/vnf_instances/[^/]+$"), json=self._show)
         m.delete(re.compile(rf"^{lcm}/vnf_instances/[^/]+$"), text=self._delete)
-        m.post(re.compile(rf"^{lcm}/vnf_instances/[^/]+/(instantiate|heal|terminate|scale)$"), text=self._task)
+        m.post(re.compile(rf"^{lcm}/vnf_instances/[^/]+/(instantiate|heal|terminate|scale|change_vnfpkg)$"),
+               text=self._task)
+        m.patch(re.compile(rf"^{lcm}/vnf_instances/[^/]+$"), text=self._task)
         m.get(re.compile(rf"^{lcm}/vnf_lcm_op_occs(\?.*)?$"), json=self._ops)
         m.get(re.compile(rf"^{lcm}/vnf_lcm_op_occs/[^/]+$"), json=self._op)
         m.post(re.compile(rf"^{lcm}/vnf_lcm_op_occs/[^/]+/rollback$"), text=self._rollback)
@@ -128,6 +130,7 @@ class TackerFake:
 
     def _task(self, req: Any, ctx: Any) -> str:
         inst_id, task = self._id(req), req.path.rsplit("/", 1)[1]
+        task = "modify_info" if req.method == "PATCH" else task
         body = req.json()
         if task == "scale":  # Tacker's check_scale_level, before it accepts the request
             to = self.level + body.get("numberOfSteps", 1) * (-1 if body["type"] == "SCALE_IN" else 1)
@@ -180,6 +183,12 @@ class TackerFake:
             return
         if op["operation"] == "HEAL":
             self.server = self.server + "-healed"
+        if op["operation"] == "MODIFY_INFO":
+            inst["metadata"] = {**inst.get("metadata", {}), **op["operationParams"].get("metadata", {})}
+            inst["vnfInstanceDescription"] = op["operationParams"].get("vnfInstanceDescription")
+            return
+        if op["operation"] == "CHANGE_VNFPKG":
+            inst["vnfdId"] = op["operationParams"]["vnfdId"]
         if op["operation"] == "SCALE":
             params = op["operationParams"]
             self.level += params.get("numberOfSteps", 1) * (-1 if params["type"] == "SCALE_IN" else 1)

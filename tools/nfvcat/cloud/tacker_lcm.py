@@ -136,10 +136,11 @@ class Tacker:
         self.request("DELETE", f"{LCM}/vnf_instances/{inst_id}", f"delete VNF instance {inst_id}",
                      ok=(204, 404, 409) if busy_ok else (204, 404))
 
-    def start(self, inst_id: str, task: str, body: dict[str, Any]) -> str:
-        """POST a task (instantiate, heal, terminate); the id of its LCM operation occurrence (Location)."""
-        resp = self.request("POST", f"{LCM}/vnf_instances/{inst_id}/{task}", f"{task} VNF instance {inst_id}",
-                            ok=(202,), json=body)
+    def start(self, inst_id: str, task: str, body: dict[str, Any], method: str = "POST") -> str:
+        """POST a task (instantiate, heal, scale, change_vnfpkg, terminate; ``task`` "" with PATCH: modify
+        information); the id of its LCM operation occurrence (Location)."""
+        path = f"{LCM}/vnf_instances/{inst_id}" + (f"/{task}" if task else "")
+        resp = self.request(method, path, f"{task or 'modify'} VNF instance {inst_id}", ok=(202,), json=body)
         location = resp.headers.get("Location") or ""
         if "/vnf_lcm_op_occs/" not in location:
             raise UserError(f"{task} VNF instance {inst_id}: Tacker gave no LCM operation occurrence "
@@ -215,6 +216,8 @@ def report(vnf: dict[str, Any], verdicts: list[Any] | None, fmt: str) -> str:
     lines = [f"{vnf['name']}: {vnf['state']} (VNF instance {vnf['vnf_instance']}, stack {vnf['stack']})"]
     lines += [f"  VNFC {v['vnfcInstanceId']} ({v['vduId']}): server {v['server']}" for v in vnf["vnfcs"]]
     lines += [f"  external CP {c['cpdId']}: port {c['port']}" for c in vnf["ext_cps"]]
+    if vnf.get("upgrade"):
+        lines.append("  upgraded {entry} {from} -> {to} (vnfdId {vnfdId})".format(**vnf["upgrade"]))
     if vnf.get("scale"):
         lines.append("  scaled {aspect}: level {from} -> {to}".format(**vnf["scale"]))
     if verdicts is not None:

@@ -68,7 +68,7 @@ def unfinished(tk: Tacker, inst_id: str) -> dict[str, Any] | None:
     return None
 
 
-def _settle(tk: Tacker, occ: dict[str, Any], what: str, timeout: float) -> dict[str, Any]:
+def settle(tk: Tacker, occ: dict[str, Any], what: str, timeout: float) -> dict[str, Any]:
     """Wait for an operation another run left; retry it once if FAILED_TEMP, roll it back if that fails too."""
     op_id = occ["id"]
     if occ.get("operationState") in RUNNING:
@@ -88,7 +88,7 @@ def scale(tk: Tacker, name: str, aspect: str, steps: int, scale_in: bool, timeou
     what = f"scale {direction} {name} {aspect}"
     left = unfinished(tk, inst["id"])
     if left is not None:
-        occ = _settle(tk, left, what, timeout)
+        occ = settle(tk, left, what, timeout)
         params = left.get("operationParams") or {}
         same = (left.get("operation") == "SCALE" and params.get("aspectId") == aspect
                 and params.get("type") == f"SCALE_{direction.upper()}" and params.get("numberOfSteps", 1) == steps)
