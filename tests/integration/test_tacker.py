@@ -85,8 +85,9 @@ def test_instantiate_heal_terminate_via_tacker(conn: Any, entry: str) -> None:
 
 def _vdu_servers(conn: Any, stack: str, vdu: str) -> list[str]:
     """The VDU's servers in the stack Tacker made, counted through Heat (every depth) and checked in Nova."""
-    found = [r.physical_resource_id for r in conn.orchestration.resources(stack, nested_depth=5)
-             if r.resource_type == "OS::Nova::Server" and r.name == vdu]
+    body = conn.orchestration.get(f"/stacks/{stack}/resources?nested_depth=5").json()
+    found = [r["physical_resource_id"] for r in body["resources"]
+             if r["resource_type"] == "OS::Nova::Server" and r["resource_name"] == vdu]
     assert all(conn.compute.get_server(s).status == "ACTIVE" for s in found)
     return found
 
