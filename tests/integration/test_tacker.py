@@ -40,7 +40,7 @@ def _run(step: str, *args: str) -> tuple[dict[str, Any], float]:
 def _instances(conn: Any, name: str) -> list[dict[str, Any]]:
     endpoint = conn.session.get_endpoint(service_type="nfv-orchestration", interface="public").rstrip("/")
     resp = conn.session.get(f"{endpoint}/vnflcm/v2/vnf_instances", headers={"Version": "2.0.0"},
-                            params={"filter": f"(eq,vnfInstanceName,{name})"})
+                            params={"filter": f"(eq,vnfInstanceName,{name})", "fields": "metadata"})
     return list(resp.json())
 
 

@@ -96,10 +96,13 @@ class TackerFake:
         m.post(re.compile(rf"^{lcm}/vnf_lcm_op_occs/[^/]+/retry$"), text=self._retry)
 
     def _list(self, req: Any, ctx: Any) -> list[dict[str, Any]]:
-        if "filter" not in req.url:
-            return list(self.instances.values())
-        return [i for i in self.instances.values() if f"vnfInstanceName%2C{i['vnfInstanceName']}%29" in req.url
-                or f"vnfInstanceName,{i['vnfInstanceName']})" in req.url]
+        found = [i for i in self.instances.values() if "filter" not in req.url
+                 or f"vnfInstanceName%2C{i['vnfInstanceName']}%29" in req.url
+                 or f"vnfInstanceName,{i['vnfInstanceName']})" in req.url]
+        if "all_fields" in req.qs or "metadata" in req.qs.get("fields", [""])[0]:
+            return found
+        # Tacker 16's v2 list, as its VnfInstanceView: metadata, extensions (...) only when selected
+        return [{k: v for k, v in i.items() if k not in ("metadata", "extensions")} for i in found]
 
     def _create(self, req: Any, ctx: Any) -> dict[str, Any]:
         body = req.json()
