@@ -111,9 +111,7 @@ def main() -> int:
             else:
                 tb.append(bare(b_out, inst_id, env))
                 ta.append(timed(*out, "--in", env=env))
-        line("scale by one step (out and in alternating)", ta, tb)
-        if len(ta) % 2:  # leave it at level 0
-            timed(*out, "--in", env=env)
+        line("scale by one step (out and in alternating)", ta, tb)  # each round ends at level 0
 
         with tempfile.TemporaryDirectory(prefix="bench-tacker-") as tmp:
             clone = Path(tmp) / "clone"
