@@ -78,6 +78,7 @@ class TackerFake:
         self.reason = ""
         self.polls_before_done = 1
         self.server = "srv-1"
+        self.aspect, self.level, self.max_level = "VDU_VROUTER_scale", 0, 1  # the VNFD's one scaling aspect
         pkg = {"id": "pkg-1", "vnfdId": vnfd_id, "onboardingState": "ONBOARDED" if onboarded else "CREATED",
                "operationalState": "ENABLED" if onboarded else "DISABLED"}
         m.get(f"{TACKER}/vnfpkgm/v1/vnf_packages", json=lambda req, ctx: [pkg] if vnfd_id in req.url else [])
@@ -86,15 +87,22 @@ class TackerFake:
         m.post(f"{lcm}/vnf_instances", json=self._create, status_code=201)
         m.get(re.compile(rf"^{lcm}/vnf_instances/[^/]+$"), json=self._show)
         m.delete(re.compile(rf"^{lcm}/vnf_instances/[^/]+$"), text=self._delete)
-        m.post(re.compile(rf"^{lcm}/vnf_instances/[^/]+/(instantiate|heal|terminate)$"), text=self._task)
+        m.post(re.compile(rf"^{lcm}/vnf_instances/[^/]+/(instantiate|heal|terminate|scale|change_vnfpkg)$"),
+               text=self._task)
+        m.patch(re.compile(rf"^{lcm}/vnf_instances/[^/]+$"), text=self._task)
+        m.get(re.compile(rf"^{lcm}/vnf_lcm_op_occs(\?.*)?$"), json=self._ops)
         m.get(re.compile(rf"^{lcm}/vnf_lcm_op_occs/[^/]+$"), json=self._op)
         m.post(re.compile(rf"^{lcm}/vnf_lcm_op_occs/[^/]+/rollback$"), text=self._rollback)
+        m.post(re.compile(rf"^{lcm}/vnf_lcm_op_occs/[^/]+/retry$"), text=self._retry)
 
     def _list(self, req: Any, ctx: Any) -> list[dict[str, Any]]:
-        if "filter" not in req.url:
-            return list(self.instances.values())
-        return [i for i in self.instances.values() if f"vnfInstanceName%2C{i['vnfInstanceName']}%29" in req.url
-                or f"vnfInstanceName,{i['vnfInstanceName']})" in req.url]
+        found = [i for i in self.instances.values() if "filter" not in req.url
+                 or f"vnfInstanceName%2C{i['vnfInstanceName']}%29" in req.url
+                 or f"vnfInstanceName,{i['vnfInstanceName']})" in req.url]
+        if "all_fields" in req.qs or "metadata" in req.qs.get("fields", [""])[0]:
+            return found
+        # Tacker 16's v2 list, as its VnfInstanceView: metadata, extensions (...) only when selected
+        return [{k: v for k, v in i.items() if k not in ("metadata", "extensions")} for i in found]
 
     def _create(self, req: Any, ctx: Any) -> dict[str, Any]:
         body = req.json()
@@ -125,9 +133,16 @@ class TackerFake:
 
     def _task(self, req: Any, ctx: Any) -> str:
         inst_id, task = self._id(req), req.path.rsplit("/", 1)[1]
+        task = "modify_info" if req.method == "PATCH" else task
+        body = req.json()
+        if task == "scale":  # Tacker's check_scale_level, before it accepts the request
+            to = self.level + body.get("numberOfSteps", 1) * (-1 if body["type"] == "SCALE_IN" else 1)
+            if body["aspectId"] != self.aspect or not 0 <= to <= self.max_level:
+                ctx.status_code = 400
+                return '{"status": 400, "detail": "invalid scale request"}'
         op_id = f"op-{len(self.ops) + 1}"
         self.ops[op_id] = {"id": op_id, "vnfInstanceId": inst_id, "operation": task.upper(), "polls": 0,
-                           "operationState": "STARTING", "body": req.json()}
+                           "operationState": "STARTING", "operationParams": body}
         ctx.status_code = 202
         ctx.headers["Location"] = f"{TACKER}/vnflcm/v2/vnf_lcm_op_occs/{op_id}"
         return ""
@@ -144,7 +159,18 @@ class TackerFake:
                     self._apply(op)
                 else:
                     op["error"] = {"status": 500, "detail": self.reason}
-        return {k: v for k, v in op.items() if k not in ("polls", "body")}
+        return {k: v for k, v in op.items() if k != "polls"}
+
+    def _ops(self, req: Any, ctx: Any) -> list[dict[str, Any]]:
+        return [{k: v for k, v in op.items() if k != "polls"} for op in self.ops.values()
+                if op["vnfInstanceId"] in req.url]
+
+    def _retry(self, req: Any, ctx: Any) -> str:
+        op = self.ops[req.path.split("/vnf_lcm_op_occs/")[1].split("/")[0]]
+        op.update(operationState="PROCESSING", polls=0)
+        op.pop("error", None)
+        ctx.status_code = 202
+        return ""
 
     def _rollback(self, req: Any, ctx: Any) -> str:
         op = self.ops[req.path.split("/vnf_lcm_op_occs/")[1].split("/")[0]]
@@ -160,18 +186,33 @@ class TackerFake:
             return
         if op["operation"] == "HEAL":
             self.server = self.server + "-healed"
+        if op["operation"] == "MODIFY_INFO":
+            inst["metadata"] = {**inst.get("metadata", {}), **op["operationParams"].get("metadata", {})}
+            inst["vnfInstanceDescription"] = op["operationParams"].get("vnfInstanceDescription")
+            return
+        if op["operation"] == "CHANGE_VNFPKG":
+            inst["vnfdId"] = op["operationParams"]["vnfdId"]
+        if op["operation"] == "SCALE":
+            params = op["operationParams"]
+            self.level += params.get("numberOfSteps", 1) * (-1 if params["type"] == "SCALE_IN" else 1)
         inst["instantiationState"] = "INSTANTIATED"
         inst["instantiatedVnfInfo"] = self.reported(inst["id"])
+
+    def servers(self) -> list[str]:
+        """The VDU's servers at the scale level: the first, then one per step (the VNFD's delta of 1)."""
+        return [self.server, *(f"srv-scaled-{i}" for i in range(1, self.level + 1))]
 
     def reported(self, inst_id: str) -> dict[str, Any]:
         vnfc_res = f"{self.server}"
         return {
             "flavourId": "default", "vnfState": "STARTED",
-            "vnfcResourceInfo": [{"id": vnfc_res, "vduId": "VDU_VROUTER",
-                                  "computeResource": {"resourceId": self.server,
-                                                      "vimLevelResourceType": "OS::Nova::Server"}}],
-            "vnfcInfo": [{"id": f"VDU_VROUTER-{vnfc_res}", "vduId": "VDU_VROUTER", "vnfcResourceInfoId": vnfc_res,
-                          "vnfcState": "STARTED"}],
+            "scaleStatus": [{"aspectId": self.aspect, "scaleLevel": self.level}],
+            "maxScaleLevels": [{"aspectId": self.aspect, "scaleLevel": self.max_level}],
+            "vnfcResourceInfo": [{"id": srv, "vduId": "VDU_VROUTER",
+                                  "computeResource": {"resourceId": srv, "vimLevelResourceType": "OS::Nova::Server"}}
+                                 for srv in self.servers()],
+            "vnfcInfo": [{"id": f"VDU_VROUTER-{srv}", "vduId": "VDU_VROUTER", "vnfcResourceInfoId": srv,
+                          "vnfcState": "STARTED"} for srv in self.servers()],
             "extVirtualLinkInfo": [{"id": "CP_WAN-link", "extLinkPorts": [
                 {"id": "port-wan", "resourceHandle": {"resourceId": "port-wan"}, "cpInstanceId": "cp-port-wan"}]}],
             "extCpInfo": [{"id": "cp-port-wan", "cpdId": "CP_WAN", "extLinkPortId": "port-wan",

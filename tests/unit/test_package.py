@@ -165,7 +165,8 @@ def test_top_template_maps_nfv_onto_the_catalog_parameters(entry: str, tmp_path:
     assert top["parameters"]["nfv"]["type"] == "json"
     for name, schema in top["parameters"].items():
         assert name == "nfv" or schema == catalog["parameters"][name], name  # copied, not restated
-    res = top["resources"][vdu]
+    group = top["resources"].get(f"{vdu}_scale_group")  # a VDU its VNFD scales: in Tacker's scaling group
+    res = group["properties"]["resource"] if group else top["resources"][vdu]
     assert res["type"] == Path(template).name  # Tacker puts nested/*.yaml in Heat's files by file name
     props = res["properties"]
     assert set(props) <= set(catalog["parameters"])
@@ -182,7 +183,8 @@ def test_top_template_maps_nfv_onto_the_catalog_parameters(entry: str, tmp_path:
     assert flavor["extra_specs"]["hw:cpu_policy"] == "dedicated"
     assert top["resources"]["VL_MGMT_subnet"]["properties"]["cidr"].endswith("/24")
     assert set(top["outputs"]) == set(catalog["outputs"])
-    assert all(o["value"] == {"get_attr": [vdu, n]} for n, o in top["outputs"].items())
+    path = [f"{vdu}_scale_group", "outputs_list"] if group else [vdu]
+    assert all(o["value"] == {"get_attr": [*path, n]} for n, o in top["outputs"].items())
 
 
 def test_built_packages_and_their_extracted_basehot_validate_clean(tmp_path: Path) -> None:
@@ -235,7 +237,7 @@ def test_lcm_user_data_fills_the_nfv_keys_of_the_generated_top_template(tmp_path
     nested = yaml.safe_load((csar / "BaseHOT/default/nested/vrouter.yaml").read_text())
     vnfd = yaml.safe_load((csar / "Definitions/vnf-vrouter_df_default.yaml").read_text())
     ud = _user_data(entry)
-    expected_nfv = {"VDU": {"VDU_VROUTER": {"image": "nfvcat-vrouter-1.1.1"}},
+    expected_nfv = {"VDU": {"VDU_VROUTER": {"image": "nfvcat-vrouter-1.1.1", "desired_capacity": 1}},
                     "CP": {"CP_WAN": {"network": "net-wan"}, "CP_LAN": {"network": "net-lan"}}}
 
     ns = types.SimpleNamespace
@@ -249,8 +251,14 @@ def test_lcm_user_data_fills_the_nfv_keys_of_the_generated_top_template(tmp_path
     req2 = {"flavourId": "default", "additionalParams": {"enable_frr": True},
             "extVirtualLinks": [{"id": "a", "resourceId": "net-wan", "extCps": [{"cpdId": "CP_WAN", "cpConfig": cp}]},
                                 {"id": "b", "resourceId": "net-lan", "extCps": [{"cpdId": "CP_LAN", "cpConfig": cp}]}]}
-    v2 = ud.VnfUserDataV2.instantiate(req2, {"vnfdId": "x"}, {}, {}, str(csar))
+    one = {"type": "COMPUTE", "resourceTemplateId": "VDU_VROUTER"}  # the grant request of instantiation level 1
+    v2 = ud.VnfUserDataV2.instantiate(req2, {"vnfdId": "x"}, {"addResources": [one]}, {}, str(csar))
     assert v2["parameters"] == {"nfv": expected_nfv, "enable_frr": True}
+    # a scale out by one step: the scaling group's desired capacity, the rest of nfv kept by Tacker's merge
+    inst = {"vnfdId": "x", "instantiatedVnfInfo": {"flavourId": "default", "vnfcResourceInfo": [
+        {"vduId": "VDU_VROUTER"}]}}
+    out = ud.VnfUserDataV2.scale({}, inst, {"addResources": [one]}, {}, str(csar))
+    assert out == {"parameters": {"nfv": {"VDU": {"VDU_VROUTER": {"desired_capacity": 2}}}}}
     hook = "../../../hooks/vrouter/user-data.yaml"
     assert sorted(v2["files"]) == [hook, "vrouter.yaml"]
     assert v2["files"][hook] == (ROOT / "hooks/vrouter/user-data.yaml").read_text()

@@ -21,6 +21,7 @@ from tests.conftest import ROOT
 pytest.importorskip("tacker")
 
 STACK = "http://heat/v1/p/stacks"
+GROUP = "VDU_VROUTER_scale_group"
 
 
 def _refs(node: Any) -> set[str]:
@@ -60,16 +61,30 @@ class _Heat:
     def get_parameters(self, stack_name: str) -> dict[str, str]:
         return {"nfv": json.dumps(self.nfv)}
 
+    def get_template(self, stack_id: str) -> dict[str, Any]:
+        """The scaling group's nested template, as Heat resolves it: each member with the group's properties
+        (Tacker reads the member's ``flavor``)."""
+        members = {r["resource_name"] for r in self.resources if r.get("parent_resource") == GROUP}
+        return {"resources": {m: {"type": "vrouter.yaml", "properties": {"flavor": "flavor-id", "name": "vrouter"}}
+                              for m in members}}
 
-def _report(csar: Path, nested: dict[str, Any]) -> Any:
+
+def _members(group: dict[str, Any], count: int) -> dict[str, Any]:
+    """The nested stack Heat makes for an AutoScalingGroup: ``count`` members of its resource."""
+    return {"resources": {f"m{i}": {"type": group["properties"]["resource"]["type"]} for i in range(count)}}
+
+
+def _report(csar: Path, nested: dict[str, Any], members: int = 1) -> Any:
     from tacker.sol_refactored import objects
     from tacker.sol_refactored.common import vnfd_utils
     from tacker.sol_refactored.infra_drivers.openstack import openstack
 
     objects.register_all()
     top = yaml.safe_load((csar / "BaseHOT/default/vnf-vrouter.yaml").read_text())
-    resources = _heat_resources(top, "vnf-inst", None)
-    resources += _heat_resources(nested, "vnf-inst-VDU_VROUTER", "VDU_VROUTER")
+    resources = _heat_resources(top, "vnf-inst", None)  # the VDU's group, each member a nested stack of its own
+    resources += _heat_resources(_members(top["resources"][GROUP], members), f"vnf-inst-{GROUP}", GROUP)
+    for i in range(members):
+        resources += _heat_resources(nested, f"vnf-inst-m{i}", f"m{i}")
     vid = vnf_properties(csar, "Definitions/vnf-vrouter_top.vnfd.yaml")["descriptor_id"]
     vnfd = vnfd_utils.Vnfd(vid)
     vnfd.init_from_csar_dir(str(csar))
@@ -98,7 +113,7 @@ def csar(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_tacker_reports_the_vdu_and_every_cp_of_the_generated_basehot(csar: Path) -> None:
     nested = yaml.safe_load((csar / "BaseHOT/default/nested/vrouter.yaml").read_text())
     info = _report(csar, nested)
-    server = "vnf-inst-VDU_VROUTER-VDU_VROUTER"
+    server = "vnf-inst-m0-VDU_VROUTER"
     assert [(r["vduId"], r["computeResource"]["resourceId"]) for r in info["vnfcResourceInfo"]] == \
         [("VDU_VROUTER", server)]
     assert [v["id"] for v in info["vnfcInfo"]] == [f"VDU_VROUTER-{server}"]  # the vnfcInstanceId heal takes
@@ -115,3 +130,16 @@ def test_the_catalog_template_nested_unrenamed_gives_tacker_nothing(csar: Path) 
     catalog = yaml.safe_load((ROOT / "templates/heat/vnf-vrouter/vrouter.yaml").read_text())
     info = _report(csar, catalog)
     assert "vnfcResourceInfo" not in info and "extCpInfo" not in info
+
+
+def test_tacker_reports_each_member_of_the_scaling_group_as_a_vnfc_it_can_scale_in(csar: Path) -> None:
+    nested = yaml.safe_load((csar / "BaseHOT/default/nested/vrouter.yaml").read_text())
+    info = _report(csar, nested, members=2)
+    vnfcs = info["vnfcResourceInfo"]
+    assert sorted(r["computeResource"]["resourceId"] for r in vnfcs) == ["vnf-inst-m0-VDU_VROUTER",
+                                                                         "vnf-inst-m1-VDU_VROUTER"]
+    # what Tacker's scale in and heal mark unhealthy: the member, in the group's nested stack
+    assert sorted((r["metadata"]["parent_stack_id"], r["metadata"]["parent_resource_name"]) for r in vnfcs) == [
+        ("vnf-inst-VDU_VROUTER_scale_group/vnf-inst-VDU_VROUTER_scale_group-id", "m0"),
+        ("vnf-inst-VDU_VROUTER_scale_group/vnf-inst-VDU_VROUTER_scale_group-id", "m1")]
+    assert sorted(c["cpdId"] for c in info["extCpInfo"]) == ["CP_LAN", "CP_LAN", "CP_WAN", "CP_WAN"]

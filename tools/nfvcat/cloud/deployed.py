@@ -47,7 +47,8 @@ def vnf_instances(conn: Any) -> list[Deployed]:
     if not available(conn):
         return []
     tk = Tacker(conn, lambda _: None)
-    resp = tk.request("GET", f"{LCM}/vnf_instances", "VNF instance list")
+    # Tacker's v2 list leaves metadata out unless asked for (SOL013 attribute selector, default exclude)
+    resp = tk.request("GET", f"{LCM}/vnf_instances", "VNF instance list", params={"fields": "metadata"})
     out = []
     for inst in resp.json():
         found = parse_mark([(inst.get("metadata") or {}).get(METADATA_KEY, "")])

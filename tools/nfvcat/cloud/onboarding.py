@@ -310,23 +310,49 @@ def vnf_packages(conn: Any, root: Path, dry_run: bool, say: Any, timeout: float 
                 continue
             for old in mine:  # Tacker refuses a second package with the same VNFD id
                 _delete_package(conn, base, old["id"])
-            pkg = _tacker(conn, "POST", base, f"VNF package {entry.name}",
-                          json={"userDefinedData": {"nfvcat-entry": entry.name, "nfvcat-sha256": digest}})
-            _tacker(conn, "PUT", f"{base}/{pkg['id']}/package_content", f"upload {csar.name}",
-                    data=csar.read_bytes(), headers={"Content-Type": "application/zip"})
-            say(f"uploaded {csar.name}, waiting for ONBOARDED")
-            url, what = f"{base}/{pkg['id']}", f"VNF package {entry.name}"
-            try:
-                state = until(lambda: _tacker(conn, "GET", url, what),  # noqa: B023 (called before the loop goes on)
-                              lambda s: s.get("onboardingState") in ("ONBOARDED", "ERROR"), timeout=timeout,
-                              what=what, state=lambda s: s.get("onboardingState"), first=0.5, most=5.0)
-            except TimedOut as exc:
-                state = exc.last or {}
-            if state.get("onboardingState") != "ONBOARDED":
-                _delete_package(conn, base, pkg["id"])
-                raise UserError(f"VNF package {entry.name} not ONBOARDED after {timeout:.0f} s "
-                                f"({state.get('onboardingState')}); see Tacker's conductor log", EXIT_FINDINGS)
+            _upload(conn, base, entry.name, csar, digest, say, timeout)
     return out
+
+
+def _upload(conn: Any, base: str, name: str, csar: Path, digest: str, say: Any, timeout: float) -> None:
+    """Create the package, upload the CSAR, wait for ONBOARDED (else delete it and fail)."""
+    pkg = _tacker(conn, "POST", base, f"VNF package {name}",
+                  json={"userDefinedData": {"nfvcat-entry": name, "nfvcat-sha256": digest}})
+    _tacker(conn, "PUT", f"{base}/{pkg['id']}/package_content", f"upload {csar.name}",
+            data=csar.read_bytes(), headers={"Content-Type": "application/zip"})
+    say(f"uploaded {csar.name}, waiting for ONBOARDED")
+    url, what = f"{base}/{pkg['id']}", f"VNF package {name}"
+    try:
+        state = until(lambda: _tacker(conn, "GET", url, what),
+                      lambda s: s.get("onboardingState") in ("ONBOARDED", "ERROR"), timeout=timeout,
+                      what=what, state=lambda s: s.get("onboardingState"), first=0.5, most=5.0)
+    except TimedOut as exc:
+        state = exc.last or {}
+    if state.get("onboardingState") != "ONBOARDED":
+        _delete_package(conn, base, pkg["id"])
+        raise UserError(f"VNF package {name} not ONBOARDED after {timeout:.0f} s "
+                        f"({state.get('onboardingState')}); see Tacker's conductor log", EXIT_FINDINGS)
+
+
+def ensure_package(conn: Any, entry_dir: Path, vnfd_id: str, say: Any, timeout: float = 60) -> Action:
+    """The package of one entry version (``entry_dir``, e.g. a release's) onboarded beside the others: created
+    unless a package of its VNFD id is there already. Unlike ``vnf_packages`` no other package is replaced: a
+    VNF instance still runs the old one (Tacker refuses to delete a package in use)."""
+    import tempfile
+
+    from nfvcat.packaging.csar import build
+
+    endpoint = conn.session.get_endpoint(service_type="nfv-orchestration", interface="public").rstrip("/")
+    base = f"{endpoint}/vnfpkgm/v1/vnf_packages"
+    found = _tacker(conn, "GET", f"{base}?filter=(eq,vnfdId,{vnfd_id})", "VNF package list")
+    if any(p.get("onboardingState") == "ONBOARDED" for p in found):
+        return Action("vnf-package", entry_dir.name, "unchanged", f"vnfdId {vnfd_id} onboarded")
+    for p in found:  # a package of that VNFD id a killed run left CREATED or in ERROR
+        _delete_package(conn, base, p["id"])
+    with tempfile.TemporaryDirectory(prefix="nfvcat-csar-") as tmp:
+        csar = build(entry_dir, Path(tmp))
+        _upload(conn, base, entry_dir.name, csar, file_hash(csar), say, timeout)
+    return Action("vnf-package", entry_dir.name, "create", f"vnfdId {vnfd_id}")
 
 
 def _tacker(conn: Any, method: str, url: str, what: str, **kwargs: Any) -> Any:

@@ -136,10 +136,11 @@ class Tacker:
         self.request("DELETE", f"{LCM}/vnf_instances/{inst_id}", f"delete VNF instance {inst_id}",
                      ok=(204, 404, 409) if busy_ok else (204, 404))
 
-    def start(self, inst_id: str, task: str, body: dict[str, Any]) -> str:
-        """POST a task (instantiate, heal, terminate); the id of its LCM operation occurrence (Location)."""
-        resp = self.request("POST", f"{LCM}/vnf_instances/{inst_id}/{task}", f"{task} VNF instance {inst_id}",
-                            ok=(202,), json=body)
+    def start(self, inst_id: str, task: str, body: dict[str, Any], method: str = "POST") -> str:
+        """POST a task (instantiate, heal, scale, change_vnfpkg, terminate; ``task`` "" with PATCH: modify
+        information); the id of its LCM operation occurrence (Location)."""
+        path = f"{LCM}/vnf_instances/{inst_id}" + (f"/{task}" if task else "")
+        resp = self.request(method, path, f"{task or 'modify'} VNF instance {inst_id}", ok=(202,), json=body)
         location = resp.headers.get("Location") or ""
         if "/vnf_lcm_op_occs/" not in location:
             raise UserError(f"{task} VNF instance {inst_id}: Tacker gave no LCM operation occurrence "
@@ -215,21 +216,28 @@ def report(vnf: dict[str, Any], verdicts: list[Any] | None, fmt: str) -> str:
     lines = [f"{vnf['name']}: {vnf['state']} (VNF instance {vnf['vnf_instance']}, stack {vnf['stack']})"]
     lines += [f"  VNFC {v['vnfcInstanceId']} ({v['vduId']}): server {v['server']}" for v in vnf["vnfcs"]]
     lines += [f"  external CP {c['cpdId']}: port {c['port']}" for c in vnf["ext_cps"]]
+    if vnf.get("upgrade"):
+        lines.append("  upgraded {entry} {from} -> {to} (vnfdId {vnfdId})".format(**vnf["upgrade"]))
+    if vnf.get("scale"):
+        lines.append("  scaled {aspect}: level {from} -> {to}".format(**vnf["scale"]))
     if verdicts is not None:
         lines.append(check_report(verdicts, vnf["stack"], "text"))
     return "\n".join(lines)
 
 
 def check_and_report(conn: Any, vnf: dict[str, Any], inv: Any, access: Any, fmt: str,
-                     check: bool = True) -> tuple[str, bool]:
-    """``check`` on the stack Tacker made (unless not ``check``): the report to print and whether it passed."""
+                     check: bool = True, extra: list[Any] | None = None) -> tuple[str, bool]:
+    """``check`` on the stack Tacker made (unless not ``check``) after the ``extra`` verdicts: the report to
+    print and whether it passed."""
     from nfvcat.cloud.check import check_stack
     from nfvcat.cloud.verdicts import passed
 
-    if not check:
+    verdicts = list(extra or [])
+    if check:
+        with cloud_errors(f"check {vnf['stack']}"):
+            verdicts += check_stack(conn, vnf["stack"], inv, access)
+    if not verdicts:
         return report(vnf, None, fmt), True
-    with cloud_errors(f"check {vnf['stack']}"):
-        verdicts = check_stack(conn, vnf["stack"], inv, access)
     return report(vnf, verdicts, fmt), passed(verdicts)
 
 
@@ -357,7 +365,8 @@ def _discard(tk: Tacker, inst_id: str) -> None:
         tk.delete(inst_id, busy_ok=True)
 
 
-def _instantiated(tk: Tacker, name: str) -> dict[str, Any]:
+def instantiated(tk: Tacker, name: str) -> dict[str, Any]:
+    """The VNF instance named ``name``, in full; an error unless it is instantiated."""
     inst = tk.find(name)
     if inst is None:
         raise UserError(f"no VNF instance named {name}")
@@ -368,7 +377,7 @@ def _instantiated(tk: Tacker, name: str) -> dict[str, Any]:
 
 def heal(tk: Tacker, name: str, vnfc: str, timeout: float) -> dict[str, Any]:
     """Heal one VNFC by its vnfcInstanceId; the VNF as reported after, with the VNFC's new identity."""
-    inst = _instantiated(tk, name)
+    inst = instantiated(tk, name)
     before = summary(inst)
     ids = [v["vnfcInstanceId"] for v in before["vnfcs"]]
     if vnfc not in ids:

@@ -14,6 +14,11 @@ failure Heat rolls it back; the failed resource and Heat's reason are shown. The
 version is the stack's mark (``nfvcat list``). An upgrade interrupted anywhere (Ctrl-C, killed, heat-engine
 restarted) is finished by running the same command again.
 
+``--via tacker``: NAME is a VNF instance; Tacker's v2 change_vnfpkg (RollingUpdate of every VDU) moves it to the
+target version's VNF package, onboarded first beside the one it runs; then its mark, then ``check``. The preview
+names the VNFCs the rolling update replaces and the CHANGELOG; a BaseHOT that drops a resource of the running
+one is refused (Tacker merges templates). ``--map``, ``-P`` and ``-e`` are Heat's only.
+
 Exit codes: 0 upgraded (or already there) and checked; 1 refused or bad usage; 2 the update failed (rolled back)
 or a check failed; 3 the cloud could not be asked.
 """
@@ -33,7 +38,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("upgrade", help="upgrade a deployed stack to another catalog version of its entry "
                               "(preview first)", description=__doc__,
                               formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("stack", metavar="NAME", help="the stack (as `nfvcat list` shows it)")
+    p.add_argument("stack", metavar="NAME", help="the stack, or with --via tacker the VNF instance (as `nfvcat "
+                                                "list` shows it)")
+    options.add_via(p, "heat", "tacker")
     p.add_argument("--to", metavar="VERSION", help="target version (default: the newest the catalog offers)")
     p.add_argument("--dry-run", action="store_true", help="print the preview and stop")
     p.add_argument("--yes", action="store_true", help="do not ask before updating")
@@ -50,6 +57,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.via == "tacker":
+        return _via_tacker(args)
     from nfvcat import catalog
     from nfvcat.catalog import history
     from nfvcat.cloud import upgrade
@@ -94,6 +103,41 @@ def run(args: argparse.Namespace) -> int:
     elif verdicts:
         print(report(verdicts, args.stack, "text"))
     return EXIT_OK if not verdicts or passed(verdicts) else EXIT_FINDINGS
+
+
+def _via_tacker(args: argparse.Namespace) -> int:
+    from nfvcat import catalog
+    from nfvcat.cloud import onboarding, tacker_lcm, tacker_upgrade
+    from nfvcat.cloud.connect import connect
+
+    heat_only = [o for o, given in (("--map", args.map), ("-P", args.parameter), ("-e", args.environment)) if given]
+    if heat_only:
+        raise UserError(f"{', '.join(heat_only)}: Heat upgrades only (a VNF package carries its parameters)",
+                        EXIT_USAGE)
+    root = catalog.require_root()
+    conn = connect(args.os_cloud)
+    say = options.progress(args)
+    tk = tacker_lcm.Tacker(conn, say)
+    plan = tacker_upgrade.preview(tk, root, args.stack, args.to)
+    if args.format == "text":
+        print(tacker_upgrade.preview_text(plan))
+    if args.dry_run:
+        if args.format == "json":
+            print(json.dumps({"plan": plan, "upgraded": False}, indent=2))
+        return EXIT_OK
+    if not args.yes and not confirm(plan):
+        raise UserError("not confirmed (--yes skips the question)", EXIT_USAGE)
+
+    def onboard(entry: Any, vnfd_id: str) -> None:
+        done = onboarding.ensure_package(conn, entry.dir, vnfd_id, say)
+        say(f"VNF package {done.name} {entry.meta['version']}: {done.verb} ({done.detail})")
+
+    vnf = tacker_upgrade.upgrade(tk, root, args.stack, args.to, args.timeout, onboard)
+    say(f"{args.stack}: {vnf['upgrade']['entry']}@{vnf['upgrade']['to']} (vnfdId {vnf['upgrade']['vnfdId']})")
+    inv, access = options.open_checked(args)
+    text, ok = tacker_lcm.check_and_report(conn, vnf, inv, access, args.format, check=not args.no_check)
+    print(text)
+    return EXIT_OK if ok else EXIT_FINDINGS
 
 
 def confirm(plan: Any) -> bool:

@@ -11,7 +11,11 @@ by member name:
   (their definitions copied from the catalog template; Tacker fills them from ``additionalParams``), an
   ``OS::Nova::Flavor`` from the VDU's ``virtual_compute`` (vCPUs, memory, local disk, ``nova_extra_specs``),
   a network and subnet per internal ``VnfVirtualLink`` (named after it), the VDU as a resource of the
-  catalog template's type, and every catalog output passed through.
+  catalog template's type, and every catalog output passed through. A VDU the VNFD scales (a target of a
+  ``VduScalingAspectDeltas``, :mod:`scaling`) is the member of ``<VDU>_scale_group``, an
+  ``OS::Heat::AutoScalingGroup`` sized by ``nfv.VDU.<VDU>.desired_capacity`` (which Tacker's v2 scale sets),
+  ``min_size``/``max_size`` from its ``vdu_profile``, as in Tacker's v2 samples; its outputs are then lists, one
+  item per member.
 - ``BaseHOT/<flavour>/nested/<template>``: the catalog template with its resources renamed after the VNFD
   nodes (``server`` -> the VDU id, each port -> its VduCp id; every ``get_resource``, ``get_attr`` and
   ``depends_on`` follows), nothing else changed. Tacker's v2 LCM (sol_refactored
@@ -43,6 +47,7 @@ import yaml
 
 from nfvcat.catalog import entries, specs, units
 from nfvcat.core.errors import UserError
+from nfvcat.packaging import scaling
 
 MAPPING_FILE = "basehot.yaml"
 
@@ -198,8 +203,8 @@ def catalog_template(entry_dir: Path, mapping: dict[str, Any]) -> Path:
     return entry.template
 
 
-def vnfd_flavour(entry_dir: Path, template: str, flavour: str) -> dict[str, Any]:
-    """The node templates of the deployment flavour's VNFD file (the file substituting the VNF node type
+def vnfd_topology(entry_dir: Path, template: str, flavour: str) -> dict[str, Any]:
+    """The ``topology_template`` of the deployment flavour's VNFD file (the file substituting the VNF node type
     with that flavour_id), found next to the entry's top-level VNFD."""
     definitions = (entry_dir / template).parent
     for path in sorted(definitions.glob("*.yaml")):
@@ -209,8 +214,18 @@ def vnfd_flavour(entry_dir: Path, template: str, flavour: str) -> dict[str, Any]
             continue
         sub = topo.get("substitution_mappings")
         if isinstance(sub, dict) and (sub.get("properties") or {}).get("flavour_id") == flavour:
-            return topo.get("node_templates") or {}
+            return topo
     raise UserError(f"{definitions}: no VNFD for deployment flavour '{flavour}'")
+
+
+def vnfd_flavour(entry_dir: Path, template: str, flavour: str) -> dict[str, Any]:
+    """The node templates of the deployment flavour's VNFD file."""
+    return vnfd_topology(entry_dir, template, flavour).get("node_templates") or {}
+
+
+def vnfd_scaling(entry_dir: Path, template: str, flavour: str) -> scaling.Scaling:
+    """The deployment flavour's scaling model (aspects, deltas, instantiation levels)."""
+    return scaling.model(vnfd_topology(entry_dir, template, flavour))
 
 
 def _flavor(vdu: str, node: dict[str, Any]) -> dict[str, Any]:
@@ -261,8 +276,9 @@ def hook_members(template: Path, nested_dir: str) -> dict[str, Path]:
 
 
 def top_template(entry: dict[str, Any], mapping: dict[str, Any], catalog: dict[str, Any],
-                 nodes: dict[str, Any], nested_name: str) -> dict[str, Any]:
+                 topology: dict[str, Any], nested_name: str) -> dict[str, Any]:
     vdu = mapping["vdu"]
+    nodes = topology.get("node_templates") or {}
     if not isinstance(nodes.get(vdu), dict) or nodes[vdu].get("type") != "tosca.nodes.nfv.Vdu.Compute":
         raise UserError(f"basehot.yaml: vdu {vdu} is not a tosca.nodes.nfv.Vdu.Compute of the flavour")
     cat_params = catalog.get("parameters") or {}
@@ -295,11 +311,20 @@ def top_template(entry: dict[str, Any], mapping: dict[str, Any], catalog: dict[s
                 subnets.append(f"{name}_subnet")
     vdu_resource: dict[str, Any] = {"type": nested_name, "properties": {
         k: properties[k] for k in cat_params if k in properties}}
+    model = scaling.model(topology)
+    name, attr = vdu, []
+    if model.scaled(vdu):  # Tacker's v2 scale sets nfv.VDU.<VDU>.desired_capacity of the VDU's scaling group
+        low, high = scaling.bounds(model, vdu, nodes[vdu])
+        name, attr = f"{vdu}_scale_group", ["outputs_list"]
+        vdu_resource = {"type": "OS::Heat::AutoScalingGroup", "properties": {
+            "min_size": low, "max_size": high,
+            "desired_capacity": {"get_param": ["nfv", "VDU", vdu, "desired_capacity"]},
+            "resource": vdu_resource}}
     if subnets:
         vdu_resource["depends_on"] = subnets  # ports on an internal network need its subnet
-    resources[vdu] = vdu_resource
-    outputs = {name: {"description": out.get("description", ""), "value": {"get_attr": [vdu, name]}}
-               for name, out in (catalog.get("outputs") or {}).items() if isinstance(out, dict)}
+    resources[name] = vdu_resource
+    outputs = {out_name: {"description": out.get("description", ""), "value": {"get_attr": [name, *attr, out_name]}}
+               for out_name, out in (catalog.get("outputs") or {}).items() if isinstance(out, dict)}
     return {
         "heat_template_version": catalog.get("heat_template_version"),
         "description": (f"{entry['name']} {entry['version']}, deployment flavour '{mapping.get('flavour', 'default')}'"
@@ -325,8 +350,9 @@ def basehot_files(entry_dir: Path, entry: dict[str, Any]) -> dict[str, bytes]:
     top_name = f"{entry['name']}.yaml"
     if nested_name == top_name:
         raise UserError(f"{template}: the nested template may not be named like the top template {top_name}")
-    nodes = vnfd_flavour(entry_dir, entry["template"], flavour)
-    top = top_template(entry, mapping, catalog, nodes, nested_name)
+    topology = vnfd_topology(entry_dir, entry["template"], flavour)
+    nodes = topology.get("node_templates") or {}
+    top = top_template(entry, mapping, catalog, topology, nested_name)
     nested = nested_template(catalog, mapping, nodes, nested_name)
     header = (f"# Generated by `nfvcat package` from {entry_dir.name}/{MAPPING_FILE}, the VNFD and the catalog\n"
               f"# template {nested_name}. Do not edit: change those instead.\n")

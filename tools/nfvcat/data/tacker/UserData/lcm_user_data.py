@@ -8,7 +8,14 @@ Runs inside Tacker, so it may import tacker. The same file serves every nfvcat v
   once with that reason (``V1_REFUSED``) instead of letting the stack fail later.
 - ``VnfUserDataV2``: Tacker's v2 API (``instantiate(req, inst, grant_req, grant, tmp_csar_dir)`` returns
   template, parameters and files); it adds each file a nested template ``get_file``s, read from the
-  package at the path the template names, so the nested catalog template runs unchanged.
+  package at the path the template names, so the nested catalog template runs unchanged. Scale is Tacker's
+  own (``desired_capacity`` of the VDU's scaling group). ``change_vnfpkg`` returns the new package's top
+  template, nested templates and hook files and ``nfv`` (Tacker's PATCH merges them into the stack), with
+  ``computeFlavourId`` the flavor each VNFC has now (Tacker's rolling update of a scaling group member writes
+  it into the member; the template's flavor resource then moves it to the new package's). Its rollback is
+  refused (``ROLLBACK_REFUSED``): Tacker hands the rollback the new package only, and the old BaseHOT comes
+  from the old package, so a "rollback" would apply the new template under the old vnfdId. A failed change
+  stays FAILED_TEMP: retry it, or terminate.
 
 Keys of ``nfv`` are the ``get_param: [nfv, ...]`` paths of the top template: ``nfv.VDU.<VDU>.image``
 (the VDU carries the sw_image_data: the grant's image, else the VNFD's image name) and
@@ -87,3 +94,45 @@ class VnfUserDataV2(DefaultUserData):
         nested = os.path.join(tmp_csar_dir, 'BaseHOT', flavour_id, 'nested')
         fields['files'].update(nested_files(fields['files'], nested))
         return fields
+
+    @staticmethod
+    def change_vnfpkg(req, inst, grant_req, grant, tmp_csar_dir):
+        return _package_fields(grant_req['dstVnfdId'], inst, grant, tmp_csar_dir)
+
+    @staticmethod
+    def change_vnfpkg_rollback(req, inst, grant_req, grant, tmp_csar_dir):
+        raise ValueError(ROLLBACK_REFUSED)
+
+
+ROLLBACK_REFUSED = ("nfvcat VNF packages do not roll back a change_vnfpkg: Tacker gives the rollback only the new "
+                    "package, and the old BaseHOT is in the old one; retry the operation or terminate the VNF")
+
+
+def current_flavors(inst):
+    """VDU -> the flavor its VNFCs have now (Tacker's vnfcResourceInfo metadata)."""
+    found = {}
+    for vnfc in inst.get('instantiatedVnfInfo', {}).get('vnfcResourceInfo', []):
+        flavor = (vnfc.get('metadata') or {}).get('flavor')
+        if flavor:
+            found.setdefault(vnfc['vduId'], flavor)
+    return found
+
+
+def _package_fields(vnfd_id, inst, grant, tmp_csar_dir):
+    """The package's BaseHOT as a change of the running stack: template, nested and hook files, nfv."""
+    flavour_id = inst['instantiatedVnfInfo']['flavourId']
+    vnfd = common_script_utils.get_vnfd(vnfd_id, tmp_csar_dir)
+    hot = vnfd.get_base_hot(flavour_id)
+    top = hot['template']
+    nfv = common_script_utils.init_nfv_dict(top)
+    flavors = current_flavors(inst)
+    vdus = {}
+    for name, vdu in nfv.get('VDU', {}).items():
+        vdus[name] = {k: v for k, v in vdu.items() if k != 'desired_capacity'}  # the level stays as it is
+        if 'image' in vdu:
+            vdus[name]['image'] = common_script_utils.get_param_image(name, flavour_id, vnfd, grant)
+        if name in flavors:
+            vdus[name]['computeFlavourId'] = flavors[name]
+    files = {key: yaml.safe_dump(value) for key, value in hot.get('files', {}).items()}
+    files.update(nested_files(files, os.path.join(tmp_csar_dir, 'BaseHOT', flavour_id, 'nested')))
+    return {'template': yaml.safe_dump(top), 'parameters': {'nfv': {'VDU': vdus, 'CP': {}}}, 'files': files}
