@@ -162,6 +162,29 @@ class Sink:
         return counters[1] if proto == "icmp" else counters[0]
 
 
+@dataclass
+class Stream:
+    """A TCP stream's result: goodput, the MSS, or why there is none."""
+
+    mbps: float
+    mss: int
+    error: str = ""
+
+
+def tcp_stream(lab: Lab, ep: Endpoints, seconds: float, omit: float = 0) -> Stream:
+    """iperf3 from the source to the sink for ``seconds`` (after ``omit`` seconds not counted)."""
+    server = lab.sh(ep.dst_ns, f"iperf3 -s -1 -D -B {ep.dst_ip}", check=False)
+    time.sleep(0.3)
+    client = lab.sh(ep.src_ns, f"iperf3 -c {ep.dst_ip} -t {seconds:g} -O {omit:g} -J --connect-timeout 5000",
+                    check=False, timeout=seconds + omit + 60)
+    try:
+        doc = json.loads(client.stdout)
+        return Stream(float(doc["end"]["sum_received"]["bits_per_second"]) / 1e6,
+                      int(doc["start"].get("tcp_mss_default") or 0))
+    except (ValueError, KeyError, TypeError):
+        return Stream(0.0, 0, (client.stderr or client.stdout or server.stderr).strip()[-200:])
+
+
 def warm_up(lab: Lab, ep: Endpoints) -> None:
     """Neighbour entries along the chain (the first frames would otherwise wait for ARP)."""
     proc = lab.sh(ep.src_ns, f"ping -c 3 -i 0.2 -W 2 {ep.dst_ip}", check=False)
