@@ -59,6 +59,7 @@ class QosSpec:
     max_kbps: int | None = None
     tcp_seconds: float = 5.0
     omit_seconds: float = 2.0
+    streams: int = 4  # TCP connections in parallel: one alone leaves a shaper idle after each loss
     samples: int = 3
     tolerance: float = 0.1
 

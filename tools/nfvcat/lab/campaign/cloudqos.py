@@ -21,7 +21,7 @@ import os
 import statistics
 import subprocess
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -100,6 +100,7 @@ class QosProbes:
     root: Path
     spec: QosSpec
     say: Callable[[str], None] = lambda s: None
+    retransmits: list[int] = field(default_factory=list)  # per TCP run, in order
 
     def ovs(self, *argv: str) -> str:
         res = subprocess.run(list(argv), capture_output=True, text=True, timeout=60, check=False,
@@ -142,9 +143,10 @@ class QosProbes:
 
     def tcp(self) -> tuple[float, int]:
         """TCP goodput (Mbit/s) from the left endpoint to the right one, and the MSS."""
-        stream = tr.tcp_stream(self.lab, self.ep, self.spec.tcp_seconds, self.spec.omit_seconds)
+        stream = tr.tcp_stream(self.lab, self.ep, self.spec.tcp_seconds, self.spec.omit_seconds, self.spec.streams)
         if stream.mbps <= 0:
             raise RuntimeError(f"iperf3 through the chain gave no figure: {stream.error}")
+        self.retransmits.append(stream.retransmits)
         return stream.mbps, stream.mss
 
     def run(self) -> dict[str, Any]:
@@ -212,7 +214,9 @@ class QosProbes:
         verdict = bandwidth_verdict(limit, self.spec.tolerance, free, held)
         return {"policy": policy["name"], "catalog_rule": rule, "on_cloud": on_cloud, "direction": direction,
                 "max_kbps": limit, "max_burst_kbps": burst, "test_policy": test_policy is not None,
-                "goodput_mbps": goodput, "wire_mbps": {"unlimited": [round(v, 2) for v in free],
+                "goodput_mbps": goodput, "streams": self.spec.streams,
+                "retransmits": {"unlimited": self.retransmits[0::2], "limited": self.retransmits[1::2]},
+                "wire_mbps": {"unlimited": [round(v, 2) for v in free],
                                                        "limited": [round(v, 2) for v in held]},
                 "ovs": ovs_seen, **verdict,
                 **({"status": FAIL, "detail": f"the cloud's {policy['name']} does not carry the catalog's rule "

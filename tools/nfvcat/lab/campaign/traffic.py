@@ -169,18 +169,21 @@ class Stream:
     mbps: float
     mss: int
     error: str = ""
+    retransmits: int = 0  # segments the sender sent again (iperf3's count)
 
 
-def tcp_stream(lab: Lab, ep: Endpoints, seconds: float, omit: float = 0) -> Stream:
-    """iperf3 from the source to the sink for ``seconds`` (after ``omit`` seconds not counted)."""
+def tcp_stream(lab: Lab, ep: Endpoints, seconds: float, omit: float = 0, streams: int = 1) -> Stream:
+    """iperf3 from the source to the sink for ``seconds`` (after ``omit`` seconds not counted), ``streams``
+    TCP connections in parallel (their sum)."""
     server = lab.sh(ep.dst_ns, f"iperf3 -s -1 -D -B {ep.dst_ip}", check=False)
     time.sleep(0.3)
-    client = lab.sh(ep.src_ns, f"iperf3 -c {ep.dst_ip} -t {seconds:g} -O {omit:g} -J --connect-timeout 5000",
-                    check=False, timeout=seconds + omit + 60)
+    client = lab.sh(ep.src_ns, f"iperf3 -c {ep.dst_ip} -t {seconds:g} -O {omit:g} -P {streams} -J "
+                               "--connect-timeout 5000", check=False, timeout=seconds + omit + 60)
     try:
         doc = json.loads(client.stdout)
         return Stream(float(doc["end"]["sum_received"]["bits_per_second"]) / 1e6,
-                      int(doc["start"].get("tcp_mss_default") or 0))
+                      int(doc["start"].get("tcp_mss_default") or 0),
+                      retransmits=int(doc["end"].get("sum_sent", {}).get("retransmits") or 0))
     except (ValueError, KeyError, TypeError):
         return Stream(0.0, 0, (client.stderr or client.stdout or server.stderr).strip()[-200:])
 
