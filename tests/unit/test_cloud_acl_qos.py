@@ -100,6 +100,10 @@ def test_control_source_is_outside_every_blocked_prefix() -> None:
     assert cloudacl.control_source(["192.0.2.0/24", "198.51.100.0/24"]) == "203.0.113.7"
     assert cloudacl.control_source(["203.0.0.0/8"]) == "100.64.0.7"
     assert cloudacl.spoofed_source("192.0.2.0/24") == "192.0.2.7"
+    assert cloudacl.control_source(["192.0.2.0/24"], 2) == "203.0.113.9"
+    # one control MAC per probe, never a blocked one
+    macs = [cloudacl.control_mac(["02:00:00:0b:ad:71"], n) for n in range(4)]
+    assert macs == ["02:00:00:0b:ad:70", "02:00:00:0b:ad:72", "02:00:00:0b:ad:73", "02:00:00:0b:ad:74"]
 
 
 def test_icmp_echo_frame_checksums_and_size() -> None:

@@ -23,7 +23,7 @@ import json
 import statistics
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +37,7 @@ NOT_OBSERVABLE = "NOT OBSERVABLE"
 ALLOWED = "allowed"
 N = 5  # datagrams or frames per probe
 PORTS = {"udp": (9999, 161), "tcp": (2323, 23)}  # (allowed, the seed rules' dropped) listened on by each endpoint
-CONTROL_MAC = "02:00:00:0b:ad:7f"  # a spoofed source MAC no seed rule names
+CONTROL_MAC = "02:00:00:0b:ad:{:02x}"  # spoofed source MACs for the controls, one per probe (0x70 + its number)
 CONTROL_SOURCES = ("203.0.113.0/24", "100.64.0.0/24", "198.18.0.0/24")
 UNOBSERVABLE = {
     "ether daddr": "a frame to another MAC than the vRouter's is not routed by it, rule or not (and Open vSwitch does "
@@ -85,14 +85,25 @@ class Side:
     sink: tr.Endpoints  # this endpoint -> the far one, for the rate trials
 
 
-def control_source(prefixes: list[str]) -> str:
-    """A source address outside every prefix the rules block (a documentation or shared range)."""
+def control_source(prefixes: list[str], n: int = 0) -> str:
+    """The ``n``-th source address outside every prefix the rules block (a documentation or shared range)."""
     nets = [ipaddress.ip_network(p, strict=False) for p in prefixes]
     for cand in CONTROL_SOURCES:
         net = ipaddress.ip_network(cand)
-        if not any(net.overlaps(n) for n in nets):
-            return str(net.network_address + 7)
+        if not any(net.overlaps(x) for x in nets):
+            return str(net.network_address + 7 + n)
     raise RuntimeError(f"no control source outside {', '.join(prefixes)}")
+
+
+def control_mac(blocked: list[str], n: int) -> str:
+    """The ``n``-th control MAC, never one the rules block. Each spoofing probe has its own control: the port's
+    allowed_address_pairs of the probe before permit that one's, so only a new control passing shows the new
+    pairs applied (the agent applies port updates in order: the last one is then in place)."""
+    taken = {b.lower() for b in blocked}
+    free = [mac for mac in (CONTROL_MAC.format(k) for k in range(0x70, 0x100)) if mac not in taken]
+    if n >= len(free):
+        raise RuntimeError("no control MAC left")
+    return free[n]
 
 
 def spoofed_source(prefix: str) -> str:
@@ -160,6 +171,8 @@ class AclProbes:
     sides: dict[str, Side]
     spec: AclSpec
     say: Callable[[str], None] = lambda s: None
+    spoofs: int = 0  # spoofing probes so far: each has its own control
+    blocked_macs: list[str] = field(default_factory=list)
 
     def run(self, rules: dict[str, list[str]]) -> dict[str, Any]:
         probes = aclprobe.probes(rules)
@@ -167,6 +180,7 @@ class AclProbes:
         for each in self.sides.values():
             out += self.allowed(each)
         prefixes = [p.value for p in probes if p.kind == "ip saddr"]
+        self.blocked_macs = [p.value for p in probes if p.kind == "ether saddr"]
         for p in probes:
             side = self.sides.get(p.side)
             row = {"class": p.klass, "rule_id": p.rule_id, "rule": p.rule, "side": p.side, "kind": p.kind}
@@ -213,13 +227,15 @@ class AclProbes:
             ok = hit_c.startswith("error") and ctl_c == "ok"
             return {"status": PASS if ok else FAIL, "probe": f"TCP connect to {p.value} (listened on), control to "
                     f"{allowed}", "detail": f"{hit_c}; control {ctl_c}"}
+        self.spoofs += 1
         if p.kind == "ether saddr":
+            ctl_mac = control_mac(self.blocked_macs, self.spoofs)
             pairs = [{"ip_address": side.ip, "mac_address": p.value}, {"ip_address": side.ip,
-                                                                       "mac_address": CONTROL_MAC}]
-            blocked, control = {"src_mac": p.value}, {"src_mac": CONTROL_MAC}
-            what = f"frames from {p.value}, control from {CONTROL_MAC}"
+                                                                       "mac_address": ctl_mac}]
+            blocked, control = {"src_mac": p.value}, {"src_mac": ctl_mac}
+            what = f"frames from {p.value}, control from {ctl_mac}"
         else:  # ip saddr
-            src, ctl_src = spoofed_source(p.value), control_source(prefixes)
+            src, ctl_src = spoofed_source(p.value), control_source(prefixes, self.spoofs)
             pairs = [{"ip_address": p.value}, {"ip_address": ctl_src}]
             blocked, control = {"src_ip": src}, {"src_ip": ctl_src}
             what = f"datagrams from {src}, control from {ctl_src}"
