@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from nfvcat.lab import aclprobe
 from nfvcat.lab import chain as c
 from nfvcat.lab.netns import nft_rules
 from tests.day0 import traffic as t
@@ -115,12 +116,10 @@ def test_acl_rule(chain: c.Chain, sides: dict[str, Side], all_rules: list[tuple[
     matching field passes (VLAN and MAC-destination rules: shown by their counters)."""
     acl_chain, rule = all_rules[rule_index]
     index = [i for i, (ch, _) in enumerate(all_rules) if ch == acl_chain].index(rule_index)
-    if acl_chain == "acl_left_in" or re.search(r'iifname "?vr-left\b', rule):
-        side = sides["left"]
-    elif acl_chain == "acl_right_in" or re.search(r'iifname "?vr-right\b', rule):
-        side = sides["right"]
-    else:
+    probe = aclprobe.probes({acl_chain: [rule]}, left="vr-left", right="vr-right")[0]
+    if not probe.side:
         pytest.fail(f"no direction for rule {rule!r}")
+    side = sides[probe.side]
     lab, tag = chain.lab, f"rule{rule_index}"
     before = _counter(chain, acl_chain, index)
     src_mac, src_ip = _src_mac(chain, side), _src_ip(chain, side)
@@ -131,39 +130,39 @@ def test_acl_rule(chain: c.Chain, sides: dict[str, Side], all_rules: list[tuple[
         args.update(kw)
         return t.udp_frame(**args)  # type: ignore[arg-type]
 
-    if m := re.search(r"ether saddr (\S+)", rule):
-        t.send_frames(lab, side.ns, side.ifname, [frame(src_mac=m.group(1))] * N)
+    if probe.kind == "ether saddr":
+        t.send_frames(lab, side.ns, side.ifname, [frame(src_mac=probe.value)] * N)
         assert side.listener.received(tag) == 0
         assert _counter(chain, acl_chain, index) - before == N
         t.send_frames(lab, side.ns, side.ifname, [frame(payload=b"permit" + tag.encode())])
         assert side.listener.received("permit" + tag) == 1, "the same frame from a permitted MAC must pass"
-    elif m := re.search(r"ether daddr (\S+)", rule):
-        t.send_frames(lab, side.ns, side.ifname, [frame(dst_mac=m.group(1))] * N)
+    elif probe.kind == "ether daddr":
+        t.send_frames(lab, side.ns, side.ifname, [frame(dst_mac=probe.value)] * N)
         assert _counter(chain, acl_chain, index) - before == N
-    elif m := re.search(r"vlan id (\d+)", rule):
-        t.send_frames(lab, side.ns, side.ifname, [frame(vlan=int(m.group(1)))] * N)
+    elif probe.kind == "vlan id":
+        t.send_frames(lab, side.ns, side.ifname, [frame(vlan=int(probe.value))] * N)
         assert _counter(chain, acl_chain, index) - before == N
-    elif m := re.search(r"ip saddr (\S+)", rule):
-        spoofed = str(next(iter(ipaddress.ip_network(m.group(1)).hosts())) + 6)
+    elif probe.kind == "ip saddr":
+        spoofed = str(next(iter(ipaddress.ip_network(probe.value).hosts())) + 6)
         t.send_frames(lab, side.ns, side.ifname, [frame(src_ip=spoofed)] * N)
         assert side.listener.received(tag) == 0
         assert _counter(chain, acl_chain, index) - before == N
         t.send_frames(lab, side.ns, side.ifname, [frame(payload=b"permit" + tag.encode())])
         assert side.listener.received("permit" + tag) == 1, "the same packet from a permitted source must pass"
-    elif re.search(r"ip daddr 224\.0\.0\.0/4", rule):
+    elif probe.kind == "multicast":
         pytest.skip("multicast is not forwarded without a multicast routing daemon: the rule loads (see "
                     "test_acl_loads_all_rules) but no packet can reach the forward hook")
-    elif m := re.search(r"tcp dport (\d+)", rule):
-        assert t.tcp_connect(lab, side.ns, side.target, int(m.group(1)), tag).startswith("error")
+    elif probe.kind == "tcp dport":
+        assert t.tcp_connect(lab, side.ns, side.target, int(probe.value), tag).startswith("error")
         assert _counter(chain, acl_chain, index) - before >= 1
         assert t.tcp_connect(lab, side.ns, side.target, 2323, tag) == "ok", "another TCP port must pass"
-    elif m := re.search(r"udp dport (\d+)", rule):
-        t.udp_send(lab, side.ns, side.target, int(m.group(1)), tag, count=N)
+    elif probe.kind == "udp dport":
+        t.udp_send(lab, side.ns, side.target, int(probe.value), tag, count=N)
         assert side.listener.received(tag) == 0
         assert _counter(chain, acl_chain, index) - before == N
         t.udp_send(lab, side.ns, side.target, 9999, "permit" + tag)
         assert side.listener.received("permit" + tag) == 1, "another UDP port must pass"
-    elif "ip protocol icmp limit rate over" in rule:
+    elif probe.kind == "icmp limit":
         slow = chain.lab.sh(side.ns, f"ping -c 3 -i 0.2 -W 2 {side.target}", check=False)
         assert " 0% packet loss" in slow.stdout, slow.stdout
         assert _counter(chain, acl_chain, index) == before, "a slow ping must not hit the rate limit"

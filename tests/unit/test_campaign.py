@@ -118,6 +118,9 @@ def test_the_catalog_campaigns_load() -> None:
     assert dev.general.cloud == "nfvcat-dev" and dev.general.dataplane == "cloud"
     real = next(t for t in dev.tests if t.name == "vrouter-real-host")
     assert real.lab is None and real.dataplane and not real.plan and Path(real.environment[0]).is_file()
+    assert real.dataplane.frames == ["64", "512", "1518", "imix"]
+    assert real.dataplane.acl is not None and real.dataplane.acl.over > 1
+    assert real.dataplane.qos and real.dataplane.qos.bandwidth_limit == "best_effort_qos_policy"
 
 
 def test_a_cloud_data_plane_needs_a_chain_not_a_lab(tmp_path: Path) -> None:
@@ -128,6 +131,38 @@ def test_a_cloud_data_plane_needs_a_chain_not_a_lab(tmp_path: Path) -> None:
     data["general"]["dataplane"] = "netns"
     with pytest.raises(UserError, match="a data plane needs a lab topology"):
         tdf.load(_write(tmp_path, data))
+
+
+def test_acl_and_qos_probes_run_through_the_cloud_only(tmp_path: Path) -> None:
+    dp = {"frames": [64], "acl": {"over": 4}, "qos": {"bandwidth_limit": "a", "dscp_marking": "b",
+                                                      "direction": "ingress", "max_kbps": 20000}}
+    data = {"kind": "nfvcat/test-description", "general": {"target": {"cloud": "c"}, "dataplane": "cloud"},
+            "tests": [{"name": "a", "chain": "chain-vrouter", "dataplane": dp}]}
+    loaded = tdf.load(_write(tmp_path, data)).tests[0].dataplane
+    assert loaded and loaded.acl == tdf.AclSpec(over=4) and loaded.qos and loaded.qos.max_kbps == 20000
+    assert loaded.qos.direction == "ingress" and loaded.qos.tolerance == 0.1
+    data["tests"][0]["lab"] = {"topology": "vrouter"}
+    with pytest.raises(UserError, match="acl probes run through the cloud only"):
+        tdf.load(_write(tmp_path, data))
+    data["tests"][0].pop("lab")
+    dp["qos"]["direction"] = "both"
+    with pytest.raises(UserError, match="/tests/0/dataplane/qos/direction"):
+        tdf.load(_write(tmp_path, data))
+
+
+def test_the_generator_paces_frames_by_gap_or_by_second(tmp_path: Path) -> None:
+    from nfvcat.lab.campaign import traffic as tr
+    from nfvcat.lab.netns import Lab
+
+    ep = tr.Endpoints("s", "eth0", "10.0.0.1", "d", "eth0", "10.0.1.1", "02:00:00:00:00:01")
+    gen = tr.Generator(Lab(tag="unit"), ep, tmp_path, configs={"64": tmp_path / "c.cfg"})
+    rate = gen.argv("64", 250, 2)
+    assert rate[rate.index("-n") + 1] == "500" and rate[rate.index("-b") + 1] == "250pps" and "-t" not in rate
+    gen.pacing = "gap"
+    gap = gen.argv("64", 250, 2)
+    assert gap[gap.index("-t") + 1] == "4000000ns" and "-b" not in gap
+    icmp = tr.trafgen_config(ep, "02:00:00:00:00:02", "64", proto="icmp")
+    assert "ICMP echo" in icmp and icmp.count("{") == 1
 
 
 def _write(tmp_path: Path, data: Any) -> Path:

@@ -40,11 +40,38 @@ class LatencySpec:
 
 
 @dataclass
+class AclSpec:
+    """ACL probes through the cloud: rate-limit trials at ``under`` x and ``over`` x the limit."""
+
+    trial_seconds: float = 2.0
+    under: float = 0.25
+    over: float = 3.0
+    samples: int = 3
+
+
+@dataclass
+class QosSpec:
+    """QoS through the cloud: the net-provider outputs naming the policies, and how TCP is measured."""
+
+    bandwidth_limit: str
+    dscp_marking: str
+    direction: str | None = None  # the catalog rule's when None
+    max_kbps: int | None = None
+    tcp_seconds: float = 5.0
+    omit_seconds: float = 2.0
+    streams: int = 4  # TCP connections in parallel: one alone leaves a shaper idle after each loss
+    samples: int = 3
+    tolerance: float = 0.1
+
+
+@dataclass
 class Dataplane:
     frames: list[str]
     settings: rfc2544.Settings
     latency: LatencySpec | None
     expect: list[Expectation]
+    acl: AclSpec | None = None
+    qos: QosSpec | None = None
 
 
 @dataclass
@@ -127,6 +154,10 @@ def _semantic_errors(data: dict[str, Any]) -> list[tuple[tuple[Any, ...], str]]:
         if dp is not None and "lab" not in test and not in_cloud:
             out.append((("tests", i, "dataplane"), "a data plane needs a lab topology (tests[].lab) to run on, or "
                         "general.dataplane: cloud and a chain"))
+        for probe in ("acl", "qos"):
+            if probe in (dp or {}) and not (in_cloud and "lab" not in test):
+                out.append((("tests", i, "dataplane", probe), f"{probe} probes run through the cloud only "
+                            "(general.dataplane: cloud, a chain and no lab topology)"))
         if "lab" not in test and "chain" not in test:
             out.append((("tests", i), "a test needs a chain, a lab topology, or both"))
         lab = test.get("lab") or {}
@@ -211,7 +242,9 @@ def from_data(data: dict[str, Any], path: Path) -> Tdf:
             expect = [Expectation(e["name"], e["metric"], str(e["frame"]) if "frame" in e else None, e.get("min"),
                                   e.get("max"), e.get("relative_to"), e.get("per_added_vnf_vs"))
                       for e in d.get("expect") or []]
-            dp = Dataplane([str(f) for f in d.get("frames", [64])], settings, latency, expect)
+            acl = AclSpec(**d["acl"]) if "acl" in d else None
+            qos = QosSpec(**d["qos"]) if "qos" in d else None
+            dp = Dataplane([str(f) for f in d.get("frames", [64])], settings, latency, expect, acl, qos)
         env = [str(_rel(base, e)) if (base / e).is_file() else e for e in t.get("environment") or []]
         params = {str(k): str(v) for k, v in (t.get("parameters") or {}).items()}
         tests.append(TestSpec(name=t["name"], description=t.get("description", ""), chain=t.get("chain"),

@@ -270,3 +270,30 @@ def flavor_specs(data: Any, server: dict[str, Any], given: dict[str, Any],
     else:
         return None
     return specs if isinstance(specs, dict) else {}
+
+
+QOS_RULES = {"OS::Neutron::QoSBandwidthLimitRule": "bandwidth_limit", "OS::Neutron::QoSDscpMarkingRule": "dscp_marking",
+             "OS::Neutron::QoSMinimumBandwidthRule": "minimum_bandwidth"}
+
+
+def qos_policies(data: Any, given: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The QoS policies a template creates, by the name of the output that returns each (else the resource's):
+    ``{"resource", "name", "rules": [{"type", property: value...}]}``, values resolved from the parameters
+    (``given``, else defaults); a value that cannot be resolved is UNRESOLVED."""
+    policies: dict[str, dict[str, Any]] = {}
+    for name, body in resources(data, "OS::Neutron::QoSPolicy"):
+        policies[name] = {"resource": name, "name": resolve(data, props(body).get("name"), given), "rules": []}
+    for _, body in resources(data, *QOS_RULES):
+        p = props(body)
+        target = resource_ref(p.get("policy"))
+        if target in policies:
+            rule = {k: resolve(data, v, given) for k, v in p.items() if k != "policy"}
+            policies[target]["rules"].append({"type": QOS_RULES[str(body["type"])], **rule})
+    outputs = data.get("outputs") if isinstance(data, dict) else None
+    by_output = {}
+    for out, spec in (outputs or {}).items():
+        ref = resource_ref(spec.get("value")) if isinstance(spec, dict) else None
+        if ref in policies:
+            by_output[str(out)] = policies[ref]
+    named = {p["resource"] for p in by_output.values()}
+    return {**by_output, **{k: v for k, v in policies.items() if k not in named}}

@@ -40,6 +40,20 @@ def udp_frame(dst_mac: str, src_mac: str, src_ip: str, dst_ip: str, dport: int, 
     return eth + struct.pack("!H", 0x0800) + header + udp
 
 
+def icmp_echo_frame(dst_mac: str, src_mac: str, src_ip: str, dst_ip: str, size: int, ident: int,
+                    seq: int = 1) -> bytes:
+    """An Ethernet II IPv4 ICMP echo request of ``size`` bytes on the wire (FCS included), with its checksums."""
+    if not MIN_FRAME <= size <= MAX_FRAME:
+        raise ValueError(f"frame size {size} outside {MIN_FRAME}..{MAX_FRAME}")
+    payload = bytes((i * 7) & 0xFF for i in range(size - FCS - 14 - 20 - 8))
+    icmp = struct.pack("!BBHHH", 8, 0, 0, ident, seq) + payload
+    icmp = icmp[:2] + struct.pack("!H", checksum(icmp)) + icmp[4:]
+    header = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(icmp), 1, 0, 64, 1, 0,
+                         ipaddress.IPv4Address(src_ip).packed, ipaddress.IPv4Address(dst_ip).packed)
+    header = header[:10] + struct.pack("!H", checksum(header)) + header[12:]
+    return mac_bytes(dst_mac) + mac_bytes(src_mac) + struct.pack("!H", 0x0800) + header + icmp
+
+
 def sized_udp_frame(size: int, dst_mac: str, src_mac: str, src_ip: str, dst_ip: str, dport: int) -> bytes:
     """A UDP frame of ``size`` bytes on the wire (FCS included, so ``size - 4`` bytes are written)."""
     if not MIN_FRAME <= size <= MAX_FRAME:

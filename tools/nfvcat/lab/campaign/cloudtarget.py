@@ -9,12 +9,15 @@ forwarding), not the speed.
 
 from __future__ import annotations
 
-import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from nfvcat.catalog.tdf import AclSpec, QosSpec
 from nfvcat.cloud.verdicts import FAIL, PASS, Verdict
+from nfvcat.lab import sockets
+from nfvcat.lab.campaign import cloudacl, cloudqos
 from nfvcat.lab.campaign import traffic as tr
 from nfvcat.lab.devcloud import endpoints
 from nfvcat.lab.devcloud.state import State, default_dir
@@ -45,6 +48,7 @@ class CloudDataplane:
     plugged: list[endpoints.Endpoint] = field(default_factory=list)
     endpoints: tr.Endpoints | None = None
     tcp_mbps: float = 0.0
+    vnf_ports: list[Any] = field(default_factory=list)  # the VNF's left and right ports (Neutron)
 
     def plug(self) -> str:
         facts = stack_facts(self.conn, self.stack)
@@ -55,10 +59,13 @@ class CloudDataplane:
         self.plugged.append(dst)
         self.lab.sh(src.ns, f"ip route replace {_net(dst)} via {facts['left_ip']}")
         self.lab.sh(dst.ns, f"ip route replace {_net(src)} via {facts['right_ip']}")
-        left = next(iter(self.conn.network.ports(fixed_ips=f"ip_address={facts['left_ip']}")), None)
-        if left is None:
-            raise RuntimeError(f"no Neutron port holds the vRouter's left address {facts['left_ip']}")
-        self.endpoints = tr.Endpoints(src.ns, src.ifname, src.ip, dst.ns, dst.ifname, dst.ip, left.mac_address)
+        for side in ("left", "right"):
+            port = next(iter(self.conn.network.ports(fixed_ips=f"ip_address={facts[f'{side}_ip']}")), None)
+            if port is None:
+                raise RuntimeError(f"no Neutron port holds the vRouter's {side} address {facts[f'{side}_ip']}")
+            self.vnf_ports.append(port)
+        self.endpoints = tr.Endpoints(src.ns, src.ifname, src.ip, dst.ns, dst.ifname, dst.ip,
+                                      self.vnf_ports[0].mac_address)
         return (f"endpoints {src.ip} on {facts['left_network']} and {dst.ip} on {facts['right_network']}, "
                 f"ports ACTIVE on {host.name}'s br-int (port security on)")
 
@@ -72,19 +79,34 @@ class CloudDataplane:
         summary = next((line for line in ping.stdout.splitlines() if "packet loss" in line), ping.stderr.strip())
         out.append(Verdict("chain", f"{ep.src_ip} -> {ep.dst_ip}", "reachability (cloud)", PASS if ok else FAIL,
                            summary))
-        server = self.lab.sh(ep.dst_ns, f"iperf3 -s -1 -D -B {ep.dst_ip}", check=False)
-        client = self.lab.sh(ep.src_ns, f"iperf3 -c {ep.dst_ip} -t 3 -J --connect-timeout 5000", check=False,
-                             timeout=60)
-        try:
-            end = json.loads(client.stdout)["end"]
-            mbps = float(end["sum_received"]["bits_per_second"]) / 1e6
-        except (ValueError, KeyError, TypeError):
-            mbps = 0.0
-        detail = (f"{mbps:.1f} Mbit/s received in 3 s" if mbps > 0 else
-                  f"no TCP stream: {(client.stderr or client.stdout or server.stderr).strip()[-200:]}")
+        stream = tr.tcp_stream(self.lab, ep, 3)
+        mbps = stream.mbps
+        detail = f"{mbps:.1f} Mbit/s received in 3 s" if mbps > 0 else f"no TCP stream: {stream.error}"
         out.append(Verdict("chain", f"{ep.src_ip} -> {ep.dst_ip}", "TCP (cloud)", PASS if mbps > 0 else FAIL, detail))
         self.tcp_mbps = mbps
         return out
+
+    def acl(self, spec: AclSpec, say: Callable[[str], None]) -> dict[str, Any]:
+        """The ACL probes (:mod:`nfvcat.lab.campaign.cloudacl`) with the rules Heat deployed, both ways."""
+        assert self.endpoints is not None
+        src, dst = self.plugged[0], self.plugged[1]
+        specs = [f"{proto}/{port}" for proto, ports in cloudacl.PORTS.items() for port in ports]
+        listeners = {ep.ns: sockets.Listener(self.lab, ep.ns, self.workdir / f"{ep.ns}.log", specs)
+                     for ep in (src, dst)}
+        left_mac, right_mac = (p.mac_address for p in self.vnf_ports)
+        sides = {}
+        for name, a, b, mac in (("left", src, dst, left_mac), ("right", dst, src, right_mac)):
+            sides[name] = cloudacl.Side(name, a.ns, a.ifname, a.ip, a.mac, a.port_id, mac, b.ip, listeners[b.ns],
+                                        tr.Endpoints(a.ns, a.ifname, a.ip, b.ns, b.ifname, b.ip, mac))
+        rules = cloudacl.deployed_rules(self.conn, self.stack)
+        return cloudacl.AclProbes(self.conn, self.lab, self.workdir, sides, spec, say).run(rules)
+
+    def qos(self, spec: QosSpec, root: Path, say: Callable[[str], None]) -> dict[str, Any]:
+        """The catalog's QoS policies on the VNF's data ports (:mod:`nfvcat.lab.campaign.cloudqos`)."""
+        assert self.endpoints is not None
+        host = endpoints.real_host(self.state)
+        return cloudqos.QosProbes(self.conn, self.lab, self.endpoints, [p.id for p in self.vnf_ports], self.state,
+                                  host, root, spec, say).run()
 
     def unplug(self) -> str:
         host = endpoints.real_host(self.state)

@@ -124,10 +124,11 @@ class LabRun:
         return measure(self.lab, self.endpoints, self.workdir, dp, say)
 
 
-def measure(lab: Lab, ep: tr.Endpoints, workdir: Path, dp: Dataplane, say: Callable[[str], None]
-            ) -> tuple[list[rfc2544.Search], tr.Latency | None]:
-    """RFC 2544 throughput per frame size, then latency, between the endpoints (the lab's or the cloud's)."""
-    gen, sink = tr.Generator(lab, ep, workdir), tr.Sink(lab, ep)
+def measure(lab: Lab, ep: tr.Endpoints, workdir: Path, dp: Dataplane, say: Callable[[str], None],
+            pacing: str = "rate") -> tuple[list[rfc2544.Search], tr.Latency | None]:
+    """RFC 2544 throughput per frame size, then latency, between the endpoints (the lab's or the cloud's);
+    ``pacing``: the generator's (:class:`nfvcat.lab.campaign.traffic.Generator`)."""
+    gen, sink = tr.Generator(lab, ep, workdir, pacing=pacing), tr.Sink(lab, ep)
     sink.install()
     tr.warm_up(lab, ep)
     first = dp.frames[0]  # a warm-up trial (caches, neighbour tables, page pools), not counted

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from nfvcat import catalog
 from nfvcat.catalog.tdf import Expectation, Tdf, TestSpec
 from nfvcat.core.errors import EXIT_ENGINE, UserError
 from nfvcat.lab.campaign import cloudtarget, labtarget
@@ -221,10 +222,11 @@ def run_test(tdf: Tdf, test: TestSpec, index: int, done: dict[str, TestRecord], 
 
 
 def _measure(record: TestRecord, lab: Lab, endpoints: Any, workdir: Path, test: TestSpec,
-             done: dict[str, TestRecord], say: Say) -> str:
+             done: dict[str, TestRecord], say: Say, pacing: str = "rate") -> str:
     """The data-plane step, in the lab or through the cloud: the search, the figures, the expectations."""
     assert test.dataplane is not None and endpoints is not None
-    searches, latency = labtarget.measure(lab, endpoints, workdir, test.dataplane, say)
+    searches, latency = labtarget.measure(lab, endpoints, workdir, test.dataplane, say, pacing)
+    record.details["pacing"] = pacing
     record.searches = [s.as_dict() for s in searches]
     record.latency = latency.as_dict() if latency else None
     record.details["figures"] = {**record.details.get("figures", {}), **labtarget.figures(searches, latency)}
@@ -256,8 +258,33 @@ def _cloud_dataplane(record: TestRecord, cloud: cp.CloudRun, test: TestSpec, ind
         record.details.setdefault("figures", {})["tcp_mbps"] = round(dp.tcp_mbps, 3)
         return cp.judge_checks(rows, None)
 
-    def measure() -> str:
-        return _measure(record, lab, dp.endpoints, workdir, test, done, say)
+    def measure() -> str:  # frames at a constant rate: the guest's rate limits and queues see what RFC 2544 means
+        return _measure(record, lab, dp.endpoints, workdir, test, done, say, pacing="gap")
+
+    def acl() -> str:
+        assert test.dataplane is not None and test.dataplane.acl is not None
+        found = dp.acl(test.dataplane.acl, say)
+        record.details["acl"] = found
+        summary = ", ".join(f"{k} {v['status']} ({v['passed']}/{v['probed']} probed"
+                            + (f", {v['not_observable']} not observable" if v["not_observable"] else "") + ")"
+                            for k, v in found["classes"].items())
+        if any(v["status"] != PASS for v in found["classes"].values()):
+            raise cp.StepFailed(f"ACL probes: {summary}")
+        return f"{found['rules']} rules: {summary}"
+
+    def qos() -> str:
+        assert test.dataplane is not None and test.dataplane.qos is not None
+        found = dp.qos(test.dataplane.qos, catalog.require_root(), say)
+        record.details["qos"] = found
+        figures = record.details.setdefault("figures", {})
+        bw, dscp = found["bandwidth_limit"], found["dscp_marking"]
+        figures.update(qos_limit_mbps=bw["limit_mbps"], qos_limited_mbps=bw["limited_median_mbps"],
+                       qos_unlimited_mbps=bw["unlimited_median_mbps"], dscp_with_policy=dscp["with_policy"],
+                       dscp_without=dscp["without"])
+        summary = f"bandwidth limit: {bw['status']}: {bw['detail']}; DSCP: {dscp['status']}: {dscp['detail']}"
+        if found["status"] != PASS:
+            raise cp.StepFailed(summary)
+        return summary
 
     def unplug() -> str:
         try:
@@ -265,10 +292,14 @@ def _cloud_dataplane(record: TestRecord, cloud: cp.CloudRun, test: TestSpec, ind
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
 
-    return [_Plan("endpoints", f"cloud: test endpoints on {test.chain}'s left and right networks", plug),
-            _Plan("cloud-check", "cloud: ping and TCP through the deployed chain", check),
-            _Plan("dataplane", "data plane through the cloud: RFC 2544 throughput and latency", measure),
-            _Plan("unplug", "cloud: unplug the test endpoints", unplug, cleanup_of="endpoints")], dp
+    plans = [_Plan("endpoints", f"cloud: test endpoints on {test.chain}'s left and right networks", plug),
+             _Plan("cloud-check", "cloud: ping and TCP through the deployed chain", check),
+             _Plan("dataplane", "data plane through the cloud: RFC 2544 throughput and latency", measure)]
+    if test.dataplane is not None and test.dataplane.acl is not None:
+        plans.append(_Plan("acl", "cloud: the VNF's ACL as deployed, probed class by class", acl))
+    if test.dataplane is not None and test.dataplane.qos is not None:
+        plans.append(_Plan("qos", "cloud: the catalog's QoS policies on the VNF's ports", qos))
+    return [*plans, _Plan("unplug", "cloud: unplug the test endpoints", unplug, cleanup_of="endpoints")], dp
 
 
 def _vm_unsupported() -> str:

@@ -19,6 +19,7 @@ from nfvcat.lab import frames
 from nfvcat.lab.netns import Lab, run
 
 LOAD_PORT, PROBE_PORT = 5001, 5002
+ICMP_ID = 0x6E66  # the identifier of the generator's ICMP echo requests, which the sink counts (and no ping sends)
 SINK_TABLE = "nfvcat_sink"
 SETTLE = 0.2  # seconds without a new frame at the sink: the chain has drained
 DRAIN_LIMIT = 5.0
@@ -73,13 +74,17 @@ def mean_frame_bytes(frame: str) -> float:
     return frames.mean_size(frames.IMIX_IPV4) if frame == "imix" else float(frame)
 
 
-def trafgen_config(ep: Endpoints, src_mac: str, frame: str, dport: int = LOAD_PORT) -> str:
-    """trafgen's packet configuration: one packet block per frame of the cycle (round robin)."""
+def trafgen_config(ep: Endpoints, src_mac: str, frame: str, dport: int = LOAD_PORT, proto: str = "udp") -> str:
+    """trafgen's packet configuration: one packet block per frame of the cycle (round robin); ``proto`` udp (to
+    ``dport``) or icmp (echo requests of identifier ICMP_ID)."""
     blocks = []
     for size in frame_sizes(frame):
-        data = frames.sized_udp_frame(size, ep.first_hop_mac, src_mac, ep.src_ip, ep.dst_ip, dport)
+        data = (frames.icmp_echo_frame(ep.first_hop_mac, src_mac, ep.src_ip, ep.dst_ip, size, ICMP_ID)
+                if proto == "icmp" else
+                frames.sized_udp_frame(size, ep.first_hop_mac, src_mac, ep.src_ip, ep.dst_ip, dport))
         blocks.append("{ " + ", ".join(f"0x{b:02x}" for b in data) + " }")
-    return f"# nfvcat: {frame} B UDP to {ep.dst_ip}:{dport}\n" + "\n".join(blocks) + "\n"
+    what = f"ICMP echo to {ep.dst_ip}" if proto == "icmp" else f"UDP to {ep.dst_ip}:{dport}"
+    return f"# nfvcat: {frame} B {what}\n" + "\n".join(blocks) + "\n"
 
 
 _SENT = re.compile(r"(\d+) packets outgoing")
@@ -92,14 +97,19 @@ class Generator:
     ep: Endpoints
     workdir: Path
     configs: dict[str, Path] = field(default_factory=dict)
+    proto: str = "udp"  # or icmp (echo requests)
+    # "rate": trafgen's -b N pps, which sends N frames back to back once a second (measured: bursts of 250 frames
+    # 1-2 us apart at 250 pps); "gap": -t, one frame every 1/N s, the constant rate RFC 2544 asks, as far as
+    # trafgen's per-frame sleep keeps up (the shortfall shows in tx_seconds, so in offered_pps)
+    pacing: str = "rate"
 
     def src_mac(self) -> str:
         return str(self.lab.sh(self.ep.src_ns, f"cat /sys/class/net/{self.ep.src_if}/address").stdout.strip())
 
     def config(self, frame: str) -> Path:
         if frame not in self.configs:
-            path = self.workdir / f"trafgen-{frame}.cfg"
-            path.write_text(trafgen_config(self.ep, self.src_mac(), frame))
+            path = self.workdir / f"trafgen-{self.ep.src_ns}-{self.proto}-{frame}.cfg"
+            path.write_text(trafgen_config(self.ep, self.src_mac(), frame, proto=self.proto))
             self.configs[frame] = path
         return self.configs[frame]
 
@@ -109,7 +119,8 @@ class Generator:
         count = max(1, int(rate_pps * seconds))
         return ["ip", "netns", "exec", self.ep.src_ns, "timeout", "-s", "INT", "-k", "5", f"{seconds + 0.5:.2f}",
                 "trafgen", "-i", str(self.config(frame)), "-o", self.ep.src_if, "-n", str(count),
-                "-b", f"{max(1, int(rate_pps))}pps", "-P", "1", "-Q"]
+                *(["-t", f"{int(1e9 / max(1.0, rate_pps))}ns"] if self.pacing == "gap" else
+                  ["-b", f"{max(1, int(rate_pps))}pps"]), "-P", "1", "-Q"]
 
     def send(self, frame: str, rate_pps: float, seconds: float) -> tuple[int, float]:
         """Frames sent and seconds the generator spent sending them."""
@@ -127,24 +138,54 @@ class Generator:
 
 @dataclass
 class Sink:
-    """Counts (and drops) the load frames on the sink's ingress."""
+    """Counts (and drops) the load frames on the sink's ingress: the UDP load (rule 0) and the generator's
+    ICMP echo requests (rule 1, identifier ICMP_ID: a ping's pass)."""
 
     lab: Lab
     ep: Endpoints
 
     def install(self) -> None:
-        rules = (f"table netdev {SINK_TABLE} {{\n  chain rx {{\n"
+        rules = (f"table netdev {SINK_TABLE}\ndelete table netdev {SINK_TABLE}\n"  # installed again: counters anew
+                 f"table netdev {SINK_TABLE} {{\n  chain rx {{\n"
                  f"    type filter hook ingress device {self.ep.dst_if} priority 0; policy accept;\n"
-                 f"    ip daddr {self.ep.dst_ip} udp dport {LOAD_PORT} counter drop\n  }}\n}}\n")
+                 f"    ip daddr {self.ep.dst_ip} udp dport {LOAD_PORT} counter drop\n"
+                 f"    ip daddr {self.ep.dst_ip} icmp type echo-request icmp id {ICMP_ID} counter drop\n  }}\n}}\n")
         run(["ip", "netns", "exec", self.ep.dst_ns, "nft", "-f", "-"], input=rules)
 
-    def count(self) -> int:
+    def count(self, proto: str = "udp") -> int:
         data = json.loads(self.lab.sh(self.ep.dst_ns, f"nft -j list chain netdev {SINK_TABLE} rx").stdout)
-        for item in data.get("nftables", []):
-            for expr in (item.get("rule") or {}).get("expr", []):
-                if isinstance(expr, dict) and "counter" in expr:
-                    return int(expr["counter"]["packets"])
-        raise RuntimeError(f"no counter in the sink table of {self.ep.dst_ns}")
+        counters = [int(expr["counter"]["packets"]) for item in data.get("nftables", [])
+                    for expr in (item.get("rule") or {}).get("expr", [])
+                    if isinstance(expr, dict) and "counter" in expr]
+        if len(counters) < 2:
+            raise RuntimeError(f"no counters in the sink table of {self.ep.dst_ns}")
+        return counters[1] if proto == "icmp" else counters[0]
+
+
+@dataclass
+class Stream:
+    """A TCP stream's result: goodput, the MSS, or why there is none."""
+
+    mbps: float
+    mss: int
+    error: str = ""
+    retransmits: int = 0  # segments the sender sent again (iperf3's count)
+
+
+def tcp_stream(lab: Lab, ep: Endpoints, seconds: float, omit: float = 0, streams: int = 1) -> Stream:
+    """iperf3 from the source to the sink for ``seconds`` (after ``omit`` seconds not counted), ``streams``
+    TCP connections in parallel (their sum)."""
+    server = lab.sh(ep.dst_ns, f"iperf3 -s -1 -D -B {ep.dst_ip}", check=False)
+    time.sleep(0.3)
+    client = lab.sh(ep.src_ns, f"iperf3 -c {ep.dst_ip} -t {seconds:g} -O {omit:g} -P {streams} -J "
+                               "--connect-timeout 5000", check=False, timeout=seconds + omit + 60)
+    try:
+        doc = json.loads(client.stdout)
+        return Stream(float(doc["end"]["sum_received"]["bits_per_second"]) / 1e6,
+                      int(doc["start"].get("tcp_mss_default") or 0),
+                      retransmits=int(doc["end"].get("sum_sent", {}).get("retransmits") or 0))
+    except (ValueError, KeyError, TypeError):
+        return Stream(0.0, 0, (client.stderr or client.stdout or server.stderr).strip()[-200:])
 
 
 def warm_up(lab: Lab, ep: Endpoints) -> None:
@@ -155,19 +196,19 @@ def warm_up(lab: Lab, ep: Endpoints) -> None:
 
 
 def trial(gen: Generator, sink: Sink, frame: str, rate_pps: float, seconds: float) -> Trial:
-    before = sink.count()
+    before = sink.count(gen.proto)
     sent, tx_seconds = gen.send(frame, rate_pps, seconds)
-    return Trial(frame, rate_pps, sent, settled(sink) - before, tx_seconds)
+    return Trial(frame, rate_pps, sent, settled(sink, proto=gen.proto) - before, tx_seconds)
 
 
-def settled(sink: Sink, limit: float = DRAIN_LIMIT) -> int:
+def settled(sink: Sink, limit: float = DRAIN_LIMIT, proto: str = "udp") -> int:
     """The sink's count once frames still queued in the chain (a user-space ESP queue, say) have arrived:
     read until two reads ``SETTLE`` apart agree, at most ``limit`` seconds."""
     deadline = time.monotonic() + limit
-    last = sink.count()
+    last = sink.count(proto)
     while time.monotonic() < deadline:
         time.sleep(SETTLE)
-        now = sink.count()
+        now = sink.count(proto)
         if now == last:
             return now
         last = now
