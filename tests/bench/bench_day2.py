@@ -15,44 +15,21 @@ the ratio of the medians. Take the dev-cloud lock around it: `flock /work/notes/
 
 from __future__ import annotations
 
-import argparse
-import os
-import statistics
-import subprocess
 import sys
-import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
-BIN = Path(sys.executable).parent
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from tests.bench.cloudarms import BIN, ROOT, arguments, line
+from tests.bench.cloudarms import timed as run
+
 STACK = "chain-vrouter"
-
-
-def run(*argv: str, env: dict[str, str]) -> float:
-    t = time.monotonic()
-    res = subprocess.run(list(argv), env=env, cwd=ROOT, capture_output=True, text=True, check=False)
-    if res.returncode != 0:
-        sys.exit(f"failed: {' '.join(argv)}\n{res.stdout[-2000:]}\n{res.stderr[-2000:]}")
-    return time.monotonic() - t
-
-
-def line(what: str, a: list[float], b: list[float]) -> None:
-    ma, mb = statistics.median(a), statistics.median(b)
-    print(f"{what}: nfvcat {ma:.2f} s, openstack {mb:.2f} s, ratio {ma / mb:.2f} "
-          f"(samples nfvcat {' '.join(f'{x:.2f}' for x in a)}; openstack {' '.join(f'{x:.2f}' for x in b)})")
 
 
 def main() -> int:
     from nfvcat.catalog import history
     from tests.integration.conftest import glance_name
 
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--samples", type=int, default=3, help="samples per arm after the warm-up (at least 3)")
-    args = ap.parse_args()
-    if args.samples < 3:
-        ap.error("--samples must be at least 3")
-    env = {**os.environ, "OS_CLOUD": os.environ.get("OS_CLOUD", "nfvcat-dev")}
+    args, env = arguments(__doc__)
     nfvcat, openstack = str(BIN / "nfvcat"), str(BIN / "openstack")
     old, new = history.versions(ROOT, STACK, "heat")[-2:]
     old_dir = history.resolve(ROOT, f"{STACK}@{old}", "heat").dir

@@ -19,34 +19,17 @@ around it: `flock /work/notes/devcloud.lock python tests/bench/bench_tacker.py`.
 
 from __future__ import annotations
 
-import argparse
 import json
-import os
-import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
-BIN = Path(sys.executable).parent
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from tests.bench.cloudarms import BIN, arguments, line, run, timed
+
 NAME, ASPECT = "bench-vrouter", "VDU_VROUTER_scale"
 V2 = ["--os-tacker-api-version", "2"]
-
-
-def run(*argv: str, env: dict[str, str], cwd: Path = ROOT) -> str:
-    res = subprocess.run(list(argv), env=env, cwd=cwd, capture_output=True, text=True, check=False)
-    if res.returncode != 0:
-        sys.exit(f"failed: {' '.join(argv)}\n{res.stdout[-2000:]}\n{res.stderr[-2000:]}")
-    return res.stdout
-
-
-def timed(*argv: str, env: dict[str, str], cwd: Path = ROOT) -> float:
-    t = time.monotonic()
-    run(*argv, env=env, cwd=cwd)
-    return time.monotonic() - t
 
 
 def bare(request: list[str], inst_id: str, env: dict[str, str]) -> float:
@@ -72,23 +55,11 @@ def bare(request: list[str], inst_id: str, env: dict[str, str]) -> float:
         time.sleep(2)
 
 
-def line(what: str, a: list[float], b: list[float]) -> None:
-    ma, mb = statistics.median(a), statistics.median(b)
-    print(f"{what}: nfvcat {ma:.2f} s, openstack {mb:.2f} s, ratio {ma / mb:.2f} "
-          f"(samples nfvcat {' '.join(f'{x:.2f}' for x in a)}; openstack {' '.join(f'{x:.2f}' for x in b)})",
-          flush=True)
-
-
 def main() -> int:
     from nfvcat.catalog import vnfd_ids
     from tests.integration.test_tacker import later_package
 
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--samples", type=int, default=3, help="samples per arm after the warm-up (at least 3)")
-    args = ap.parse_args()
-    if args.samples < 3:
-        ap.error("--samples must be at least 3")
-    env = {**os.environ, "OS_CLOUD": os.environ.get("OS_CLOUD", "nfvcat-dev")}
+    args, env = arguments(__doc__)
     nfvcat = str(BIN / "nfvcat")
     run(nfvcat, "terminate", "--via", "tacker", NAME, env=env)
     made = json.loads(run(nfvcat, "instantiate", "--via", "tacker", "vnfd/vnf-vrouter", "--vnf", NAME, "--no-check",

@@ -11,6 +11,8 @@ from typing import Any
 import pytest
 import requests_mock
 
+from nfvcat.cloud import tacker_lcm
+
 # host, version path, version id, microversion range
 SERVICES = {
     "orchestration": ("heat", "v1", "v1.0", None),
@@ -219,6 +221,22 @@ class TackerFake:
                            "associatedVnfcCpId": f"CP_WAN-{vnfc_res}"}],
             "metadata": {"stack_id": "stack-1"},
         }
+def instantiated_via_tacker(m: requests_mock.Mocker, entry_dir: Any, meta: dict[str, Any],
+                            vnfd_id: str) -> tuple[Any, TackerFake, Any]:
+    """A VNF of the package ``vnfd_id`` (the entry at ``entry_dir``) instantiated through nfvcat on the fake
+    Tacker, its two SR-IOV data networks found by name: (connection, the fake, nfvcat's Tacker client)."""
+    _discovery(m)
+    for name, nid in {"nfv-sriov-left": "net-left-id", "nfv-sriov-right": "net-right-id"}.items():
+        m.get(f"{NEUTRON}/networks/{name}", status_code=404)
+        m.get(f"{NEUTRON}/networks?name={name}", json={"networks": [{"id": nid, "name": name}]})
+    conn = connection(nfv_orchestration_endpoint_override=TACKER)
+    tacker = TackerFake(m, vnfd_id)
+    tk = tacker_lcm.Tacker(conn, lambda _: None, poll=0)
+    req = tacker_lcm.Request(name="vr1", flavour="default", level=None, ext_networks={}, additional={})
+    tacker_lcm.instantiate(conn, tk, entry_dir, meta, req, 60)
+    return conn, tacker, tk
+
+
 class SfcApi:
     """networking-sfc's API on the fake Neutron (``/v2.0/sfc/{port_pairs,port_pair_groups,flow_classifiers,
     port_chains}``): list, show, create, update, delete over ``items`` (kind -> id -> body). Creating a port pair

@@ -18,7 +18,12 @@ from nfvcat.cloud.verdicts import FAIL, PASS
 from nfvcat.core.errors import EXIT_FINDINGS, EXIT_USAGE, UserError
 from nfvcat.packaging import basehot, scaling
 from tests.conftest import ROOT
-from tests.unit.cloudfake import HEAT, NEUTRON, TACKER, TackerFake, _discovery, connection, sent
+from tests.unit.cloudfake import (
+    HEAT,
+    TackerFake,
+    instantiated_via_tacker,
+    sent,
+)
 
 ENTRY = entries.load(ROOT / "vnfd" / "vnf-vrouter")
 VNFD_ID = tacker_lcm.vnfd_id(ENTRY.dir, ENTRY.meta["template"])
@@ -29,15 +34,7 @@ TOPOLOGY = basehot.vnfd_topology(ENTRY.dir, ENTRY.meta["template"], "default")
 @pytest.fixture
 def fake() -> Iterator[tuple[requests_mock.Mocker, Any, TackerFake, tacker_lcm.Tacker]]:
     with requests_mock.Mocker() as m:
-        _discovery(m)
-        for name, nid in {"nfv-sriov-left": "net-left-id", "nfv-sriov-right": "net-right-id"}.items():
-            m.get(f"{NEUTRON}/networks/{name}", status_code=404)
-            m.get(f"{NEUTRON}/networks?name={name}", json={"networks": [{"id": nid, "name": name}]})
-        conn = connection(nfv_orchestration_endpoint_override=TACKER)
-        tacker = TackerFake(m, VNFD_ID)
-        tk = tacker_lcm.Tacker(conn, lambda _: None, poll=0)
-        req = tacker_lcm.Request(name="vr1", flavour="default", level=None, ext_networks={}, additional={})
-        tacker_lcm.instantiate(conn, tk, ENTRY.dir, ENTRY.meta, req, 60)
+        conn, tacker, tk = instantiated_via_tacker(m, ENTRY.dir, ENTRY.meta, VNFD_ID)
         yield m, conn, tacker, tk
 
 
