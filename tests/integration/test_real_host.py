@@ -53,6 +53,18 @@ def host_taps(host: Any, conn: Any) -> list[str]:
     return [t for t in taps if t not in dhcp_taps(conn)]
 
 
+def assert_terminated(res: Any, conn: Any, state: Any, host: Any) -> None:
+    """`nfvcat terminate --format json` succeeded and left nothing on the real host: no stack resource, libvirt
+    domain, guest tap or test endpoint."""
+    from nfvcat.lab.devcloud import endpoints, realhost
+
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout)["left_behind"] == []
+    assert realhost.Libvirt(state, host.name).domains() == []
+    assert host_taps(host, conn) == []
+    assert endpoints.leftovers(conn, state, host) == []
+
+
 def status_line(console: str) -> tuple[str, str, str]:
     from nfvcat.day0.ready import cloud_init_status
 
@@ -163,17 +175,12 @@ def test_check_reads_the_running_guest_and_fails_on_a_repinned_vcpu_thread(conn:
 
 
 def test_terminate_leaves_no_server_port_tap_or_domain(conn: Any, real: Any) -> None:
-    from nfvcat.lab.devcloud import endpoints, realhost
 
     state, host = real
     t0 = time.monotonic()
     res = nfvcat("terminate", STACK, "--format", "json")
     took("terminate", t0)
-    assert res.returncode == 0, res.stderr
-    assert json.loads(res.stdout)["left_behind"] == []
-    assert realhost.Libvirt(state, host.name).domains() == []
-    assert host_taps(host, conn) == []
-    assert endpoints.leftovers(conn, state, host) == []
+    assert_terminated(res, conn, state, host)
     assert not [s for s in conn.compute.servers(all_projects=True) if s.compute_host == host.name]
 
 
@@ -182,7 +189,7 @@ def test_day0_from_the_metadata_service_without_a_config_drive(conn: Any, real: 
     the day-0 from 169.254.169.254 (its subplatform says so) over the management network's DHCP server on the real
     host, ran the hook (the ready line) and finished with status done; terminate leaves nothing."""
     from nfvcat.cloud.stacks import servers_of
-    from nfvcat.lab.devcloud import endpoints, realhost
+    from nfvcat.lab.devcloud import realhost
 
     state, host = real
     stack = f"{STACK}-md"
@@ -214,7 +221,4 @@ def test_day0_from_the_metadata_service_without_a_config_drive(conn: Any, real: 
         t0 = time.monotonic()
         out = nfvcat("terminate", stack, "--format", "json")
         took("terminate (metadata)", t0)
-    assert out.returncode == 0, out.stderr
-    assert json.loads(out.stdout)["left_behind"] == []
-    assert realhost.Libvirt(state, host.name).domains() == []
-    assert host_taps(host, conn) == [] and endpoints.leftovers(conn, state, host) == []
+    assert_terminated(out, conn, state, host)

@@ -44,16 +44,22 @@ def _instances(conn: Any, name: str) -> list[dict[str, Any]]:
     return list(resp.json())
 
 
+def _fresh(conn: Any, name: str, entry: str, *extra: str) -> tuple[Any, dict[str, float], dict[str, Any]]:
+    """The package of ``entry`` instantiated anew through Tacker as ``name`` (what a failed earlier run may have
+    left terminated first) and checked: the cloud's counts before it, the timings so far, instantiate's JSON."""
+    nfvcat("terminate", "--via", "tacker", name)
+    before = counts(conn)
+    times: dict[str, float] = {}
+    made, times["instantiate+check"] = _run("instantiate", "instantiate", "--via", "tacker", f"vnfd/{entry}",
+                                            "--vnf", name, "--host-access", "devcloud", *extra)
+    return before, times, made
+
+
 @pytest.mark.parametrize("entry", sorted(PACKAGES))
 def test_instantiate_heal_terminate_via_tacker(conn: Any, entry: str) -> None:
     vdu, server_name, ext_cps, extra = PACKAGES[entry]
     name = f"it-{entry}"
-    nfvcat("terminate", "--via", "tacker", name)  # a failed earlier run may have left it
-    before = counts(conn)
-    times: dict[str, float] = {}
-
-    made, times["instantiate+check"] = _run("instantiate", "instantiate", "--via", "tacker", f"vnfd/{entry}",
-                                            "--vnf", name, "--host-access", "devcloud", *extra)
+    before, times, made = _fresh(conn, name, entry, *extra)
     vnf = made["vnf"]
     assert made["ok"] and {v["status"] for v in made["verdicts"]} == {"pass"}, made["verdicts"]
     # what Tacker reports: one VNFC of the VDU on a real server, every external CP on a port of it
@@ -96,11 +102,7 @@ def test_scale_out_and_in_by_one_step_via_tacker(conn: Any) -> None:
     """vnf-vrouter's aspect VDU_VROUTER_scale (1 to 2 vRouters): out by one step, a step beyond its maximum refused
     before Tacker is asked, in by one step; each checked, and Tacker's scale level equal to the servers Heat holds."""
     name, aspect = "it-scale-vrouter", "VDU_VROUTER_scale"
-    nfvcat("terminate", "--via", "tacker", name)
-    before = counts(conn)
-    times: dict[str, float] = {}
-    made, times["instantiate+check"] = _run("instantiate", "instantiate", "--via", "tacker", "vnfd/vnf-vrouter",
-                                            "--vnf", name, "--host-access", "devcloud")
+    before, times, made = _fresh(conn, name, "vnf-vrouter")
     stack = made["vnf"]["stack"]
     first = _vdu_servers(conn, stack, "VDU_VROUTER")
     assert len(first) == 1 and [v["server"] for v in made["vnf"]["vnfcs"]] == first
@@ -177,11 +179,7 @@ def test_change_vnfpkg_to_a_later_package_then_checked(conn: Any, tmp_path: Path
     from nfvcat.catalog import vnfd_ids
 
     name = "it-upgrade-vrouter"
-    nfvcat("terminate", "--via", "tacker", name)
-    before = counts(conn)
-    times: dict[str, float] = {}
-    made, times["instantiate+check"] = _run("instantiate", "instantiate", "--via", "tacker", "vnfd/vnf-vrouter",
-                                            "--vnf", name, "--host-access", "devcloud")
+    before, times, made = _fresh(conn, name, "vnf-vrouter")
     old_id = made["vnf"]["vnfdId"]
     clone = tmp_path / "clone"
     t0 = time.monotonic()
