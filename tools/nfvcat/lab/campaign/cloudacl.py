@@ -19,15 +19,16 @@ multicast) are listed with why; the guest's own counters are not reachable from 
 from __future__ import annotations
 
 import ipaddress
+import itertools
 import json
 import statistics
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from nfvcat.catalog.tdf import AclSpec
+from nfvcat.core.waiting import TimedOut, until
 from nfvcat.lab import aclprobe, frames, sockets
 from nfvcat.lab.campaign import traffic as tr
 from nfvcat.lab.campaign.results import FAIL, PASS
@@ -251,11 +252,18 @@ class AclProbes:
 
         self.conn.network.update_port(side.port_id, allowed_address_pairs=pairs)
         try:
-            deadline, i, ready = time.monotonic() + 30, 0, False
-            while not ready and time.monotonic() < deadline:  # the OVS agent applies the pairs: the control passes
-                i += 1
-                sockets.send_frames(self.lab, side.ns, side.ifname, [frame(f"wait{i}-{tag}", **control)])
-                ready = side.listener.received(f"wait{i}-{tag}", settle=0.5) > 0
+            sent = itertools.count(1)
+
+            def control_passes() -> bool:  # once the OVS agent has applied the pairs
+                payload = f"wait{next(sent)}-{tag}"
+                sockets.send_frames(self.lab, side.ns, side.ifname, [frame(payload, **control)])
+                return side.listener.received(payload, settle=0.5) > 0
+
+            try:
+                ready = until(control_passes, bool, timeout=30, what="allowed_address_pairs applied", first=0.1,
+                              most=0.5)
+            except TimedOut:
+                ready = False
             sockets.send_frames(self.lab, side.ns, side.ifname, [frame(tag, **blocked)] * N)
             sockets.send_frames(self.lab, side.ns, side.ifname, [frame("ctl-" + tag, **control)] * N)
             hit, ctl = side.listener.received(tag), side.listener.received("ctl-" + tag)
