@@ -51,8 +51,18 @@ def serve(engine: str, setup: Callable[[], None], check: Callable[[Job], Result]
         if request.get("cwd"):
             os.chdir(request["cwd"])  # paths shown in messages are relative to the caller's directory
         results = [_one(engine, check, job) for job in request.get("jobs", [])]
-        out.write(json.dumps({"results": results}) + "\n")
+        out.write(json.dumps({"results": results}, default=_plain) + "\n")
         out.flush()
+
+
+def _plain(value: Any) -> Any:
+    """A value JSON has no type for, as found in a result: a YAML ``!!binary`` key in a finding's path
+    (bytes), a set, a date. Its text, so that one odd document never takes its batch's results down."""
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    if isinstance(value, (set, frozenset)):
+        return sorted(map(str, value))
+    return str(value)
 
 
 def _one(engine: str, check: Callable[[Job], Result], job: Job) -> Result:
