@@ -73,3 +73,38 @@ def test_the_site_profile_says_which_page_sizes_its_hosts_offer(tmp_path: Path) 
     site.write_text("kind: nfvcat/site-profile\nphysnets: {}\npage_sizes: [2Q]\n")
     proc = nfvcat("validate", "--site", str(site), str(flavor))
     assert proc.returncode == 1 and "page_sizes" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_the_topology_verdict_above_the_searched_count_is_novas_own() -> None:
+    # the divisor arithmetic that stands for Nova's cubic search above SEARCHED_VCPUS agrees with that search
+    # wherever the search is cheap enough to run: every count up to 72, limits from 1 to 9 and unbounded
+    from nova import config, exception, objects
+    from nova.virt import hardware
+
+    from nfvcat.validation.engines import nova
+
+    config.CONF([], project="nova", default_config_files=[])
+    objects.register_all()
+    limits = [1, 2, 3, 4, 6, 9, 65536]
+    for vcpus in range(1, 73):
+        for s in limits:
+            for c in limits:
+                for t in limits:
+                    top = objects.VirtCPUTopology(sockets=s, cores=c, threads=t)
+                    try:
+                        hardware._get_possible_cpu_topologies(vcpus, top, True)
+                        possible = True
+                    except exception.ImageVCPULimitsRangeImpossible:
+                        possible = False
+                    assert nova.splits(vcpus, min(vcpus, s), min(vcpus, c), min(vcpus, t)) is possible, (vcpus, s, c, t)
+
+
+def test_a_huge_vcpu_count_is_judged_at_once(tmp_path: Path) -> None:
+    # found by the fuzz batch: num_virtual_cpu 4095 held the nova engine in Nova's cubic search for ~30 min
+    base = {"name": "big", "ram": 1024, "extra_specs": {"hw:cpu_policy": "dedicated"}}
+    free, bound = _run([{**base, "vcpus": 4095},
+                        {**base, "vcpus": 4093, "extra_specs": {"hw:cpu_max_sockets": "2", "hw:cpu_max_cores": "8",
+                                                                "hw:cpu_max_threads": "2"}}])
+    assert free["findings"] == []
+    [finding] = bound["findings"]  # 4093 is prime: no split within 2 sockets, 8 cores, 2 threads
+    assert finding["id"] == "E2002" and "ImageVCPULimitsRangeImpossible" in finding["message"], finding
