@@ -45,9 +45,7 @@ def dhcp_taps(conn: Any) -> set[str]:
 
 def host_taps(host: Any, conn: Any) -> list[str]:
     """The guests' taps in the real host's namespace (not the DHCP server's)."""
-    from nfvcat.lab.devcloud import realhost
-
-    out = subprocess.run(["ip", "-n", realhost.netns(host.name), "-o", "link"], capture_output=True, text=True,
+    out = subprocess.run(["ip", "-n", host.netns, "-o", "link"], capture_output=True, text=True,
                          check=True).stdout
     taps = [line.split(":")[1].strip().split("@")[0] for line in out.splitlines() if ": tap" in line]
     return [t for t in taps if t not in dhcp_taps(conn)]

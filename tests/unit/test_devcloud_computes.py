@@ -22,12 +22,42 @@ def test_default_inventory_hosts_and_switches() -> None:
     assert [(c.name, c.vswitch, c.main_switch, c.real) for c in hosts] == [
         ("devcloud-smt", "ovs-dpdk", True, False), ("devcloud-nosmt", "ovs", False, False),
         ("devcloud-real", "ovs", False, True)]
-    assert hosts[2].spec.cells == [] and hosts[2].tunnel_ip == "169.254.202.1" != hosts[0].tunnel_ip
+    assert hosts[2].spec.cells == []
     assert hosts[0].bridges() == {"physnet_dpdk": "br-dpdk", "physnet_mgmt": "br-mgmt"}
     assert hosts[1].bridges() == {"physnet_mgmt": "br-mgmt1"} and hosts[1].integration_bridge == "br-int1"
     smt = [len(s) for c in hosts[0].spec.cells for s in c.siblings]
     nosmt = [len(s) for c in hosts[1].spec.cells for s in c.siblings]
     assert set(smt) == {2} and set(nosmt) == {1}
+
+
+def test_each_host_tunnels_from_its_own_endpoint_beside_its_own_switch(tmp_path: Path) -> None:
+    from nfvcat.lab.devcloud import hostnet, services
+
+    state = State(tmp_path)
+    (tmp_path / "secrets.json").write_text('{"db": "x", "admin": "x", "glance": "x", "placement": "x", '
+                                           '"nova": "x", "neutron": "x", "heat": "x", "tacker": "x"}')
+    inv_file = ROOT / "tools/nfvcat/lab/devcloud/inventory.yaml"
+    hosts = computes.site_layout(inventory.load(str(inv_file)))
+    assert [c.tunnel_ip for c in hosts] == ["169.254.199.10", "169.254.199.11", "169.254.199.12"]
+    assert [c.netns for c in hosts] == [None, "nfvcat-devcloud-nosmt", "nfvcat-devcloud-real"]
+    assert [c.phy_bridge for c in hosts] == ["br-phy", "br-phy1", "br-phy2"]
+    assert len({c.phy_bridge for c in hosts} | {b for c in hosts for b in c.bridges().values()}) == 7
+    for c in hosts:
+        agent = computes.agent_confs(state, c)["ovs"].read_text()
+        assert f"local_ip = {c.tunnel_ip}\n" in agent and "of_listen_address = 127.0.0.1\n" in agent
+        started = {s.name: s for s in services.compute(state, c, inv_file)}
+        ovs_agent = started[c.service("neutron-openvswitch-agent")].argv
+        vswitchd = [s for s in services.switch(state, c) if s.name.startswith("ovs-vswitchd")]
+        if c.netns is None:  # the main switch's host: the machine's namespace, the main switch (services.infra)
+            assert ovs_agent[0].endswith("/neutron-openvswitch-agent") and vswitchd == []
+            assert not any(n.startswith("amqp-relay") for n in started)
+            continue
+        # the agent checks its local_ip among its namespace's addresses: it runs there, RabbitMQ through the relay
+        assert ovs_agent[:2] == hostnet.nsenter(c.name) == ["nsenter", f"--net=/run/netns/{c.netns}"]
+        names = list(started)
+        assert names.index(c.service("amqp-relay-netns")) < names.index(c.service("neutron-openvswitch-agent"))
+        [switch] = vswitchd  # real netdevs (no dummy override), in the namespace
+        assert switch.argv[:4] == ["ip", "netns", "exec", c.netns] and not any("dummy" in a for a in switch.argv)
 
 
 def test_one_ovs_dpdk_host_at_most() -> None:

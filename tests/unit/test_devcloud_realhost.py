@@ -67,9 +67,9 @@ def test_real_host_configuration(tmp_path: Path) -> None:
     assert "[nova_sys_admin]\nhelper_command = " in nova
     agent = computes.agent_confs(state, real)["ovs"].read_text()
     assert "firewall_driver = openvswitch" in agent and "extensions = qos" in agent
-    assert "local_ip = 169.254.202.1" in agent and "of_listen_address = 169.254.202.1" in agent
+    assert "local_ip = 169.254.199.12" in agent and "of_listen_address = 127.0.0.1" in agent
     simulated = computes.agent_confs(state, computes.site_layout(inv)[1])["ovs"].read_text()
-    assert "firewall_driver = noop" in simulated and "local_ip = 127.0.0.1" in simulated
+    assert "firewall_driver = noop" in simulated and "local_ip = 169.254.199.11" in simulated
 
 
 def test_libvirtd_runs_in_the_hosts_namespace_with_its_own_state(tmp_path: Path) -> None:
@@ -129,13 +129,12 @@ def test_the_metadata_path_of_the_real_host(tmp_path: Path) -> None:
     agent = path["neutron-dhcp-agent@devcloud-real"].argv
     assert agent[:2] == ["nsenter", "--net=/run/netns/nfvcat-devcloud-real"]
     assert path["neutron-metadata-agent@devcloud-real"].argv[0].endswith("/neutron-metadata-agent")
-    relay = path["amqp-relay-netns@devcloud-real"].argv
-    assert relay[:3] == ["nsenter", "--net=/run/netns/nfvcat-devcloud-real", "socat"]
-    assert f"TCP-LISTEN:{PORTS['rabbitmq']},bind=127.0.0.1" in relay[3]
-    assert f"UNIX-LISTEN:{metadata.relay_socket(state, 'devcloud-real')}" in path["amqp-relay@devcloud-real"].argv[1]
     assert all(services.metadata_path(state, c) == [] for c in layout if not c.real)
     inv_file = ROOT / "tools/nfvcat/lab/devcloud/inventory.yaml"
-    assert set(path) <= {s.name for s in services.compute(state, real, inv_file)}
+    started = [s.name for s in services.compute(state, real, inv_file)]
+    assert set(path) <= set(started)
+    # the relay of the host's namespace comes up before the agents that reach RabbitMQ through it
+    assert started.index("amqp-relay-netns@devcloud-real") < started.index("neutron-dhcp-agent@devcloud-real")
 
 
 def test_dhcp_on_the_management_network_only() -> None:

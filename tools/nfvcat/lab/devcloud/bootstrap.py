@@ -13,7 +13,7 @@ import yaml
 
 from nfvcat.core.errors import EXIT_ENGINE, UserError
 from nfvcat.core.waiting import TimedOut, until
-from nfvcat.lab.devcloud import configs, services
+from nfvcat.lab.devcloud import configs, hostnet, services
 from nfvcat.lab.devcloud.computes import Compute
 from nfvcat.lab.devcloud.state import CLOUD_NAME, DATABASES, HOST, PORTS, REGION, SERVICE_USERS, State, url
 
@@ -87,11 +87,16 @@ def ovs_dpdk(state: State) -> None:
 
 
 def bridges(state: State, computes: list[Compute]) -> None:
-    """Each compute's physnet bridges, on its own switch (netdev datapath)."""
+    """Each compute's physnet bridges, on its own switch (netdev datapath), and its br-phy: the underlay link as
+    port, the host's tunnel endpoint as address (hostnet)."""
     for c in computes:
         for bridge in c.bridges().values():
             vsctl(state, "--may-exist", "add-br", bridge, "--", "set", "bridge", bridge, "datapath_type=netdev",
                   run=c.ovs_run(state))
+        link = hostnet.link_names(c.position)[1]
+        vsctl(state, "--may-exist", "add-br", c.phy_bridge, "--", "set", "bridge", c.phy_bridge,
+              "datapath_type=netdev", "--", "--may-exist", "add-port", c.phy_bridge, link, run=c.ovs_run(state))
+        hostnet.attach(c.netns, c.position, c.phy_bridge)
 
 
 def ovs_databases(computes: list[Compute], state: State) -> None:

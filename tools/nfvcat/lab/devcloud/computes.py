@@ -4,10 +4,11 @@ needs (Open vSwitch agent, SR-IOV NIC agent) and its own virtual switch.
 A host's virtual switch is its kind's in the site profile (``host_kinds.<role>.vswitch``): the first
 ``ovs-dpdk`` host gets the dev cloud's main switch (``run/ovs``, the DPDK build when huge pages could be
 reserved: every normal port binds ``vhostuser``); every other host gets a plain userspace Open vSwitch of its
-own (``run/ovs-<n>``: ports bind ``ovs``), with bridge names suffixed by the host's position so the kernel
-tap devices of the two switches do not collide. Each host has its own nova-compute configuration
-(``etc/nova/compute-<host>.conf``: host, node identity and state path, CPU sets, ``[pci] device_spec``),
-its own agent configurations and an OpenFlow listen port of its own.
+own (``run/ovs-<n>``: ports bind ``ovs``) in the host's network namespace, with bridge names suffixed by the
+host's position. Every host tunnels VXLAN from an endpoint of its own (:mod:`nfvcat.lab.devcloud.hostnet`).
+Each host has its own nova-compute configuration (``etc/nova/compute-<host>.conf``: host, node identity and
+state path, CPU sets, ``[pci] device_spec``), its own agent configurations and an OpenFlow listen port of its
+own.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from pathlib import Path
 
 from nfvcat.catalog import inventory
 from nfvcat.core.errors import UserError
-from nfvcat.lab.devcloud import accel, configs, realhost
+from nfvcat.lab.devcloud import accel, configs, hostnet, realhost
 from nfvcat.lab.devcloud.state import HOST, State
 from nfvcat.plan import hoststate
 
@@ -43,9 +44,22 @@ class Compute:
 
     @property
     def tunnel_ip(self) -> str:
-        """The host's tunnel endpoint and OpenFlow listen address: the root side of a real host's link, the
-        loopback for a simulated one."""
-        return realhost.addresses(self.position)[0] if self.real else HOST
+        """The host's tunnel endpoint (the OVS agent's ``local_ip``): its own, on its br-phy (hostnet)."""
+        return hostnet.tunnel_address(self.position)
+
+    @property
+    def netns(self) -> str | None:
+        """The host's network namespace (hostnet), None for the main switch's host (the machine's)."""
+        return None if self.main_switch else hostnet.netns(self.name)
+
+    def in_netns(self) -> list[str]:
+        """The argv prefix that runs a command where the host's switch is."""
+        return [] if self.main_switch else hostnet.in_netns(self.name)
+
+    @property
+    def phy_bridge(self) -> str:
+        """The bridge holding the host's tunnel endpoint, with its underlay link as port (hostnet)."""
+        return f"br-phy{self.suffix}"
 
     @property
     def suffix(self) -> str:
@@ -151,15 +165,15 @@ def agent_confs(state: State, c: Compute) -> dict[str, Path]:
         # a real host enforces security groups and anti-spoofing (the openvswitch firewall: conntrack flows on
         # br-int) and applies QoS policies; a simulated host's ports have no guest behind them
         "securitygroup": {"firewall_driver": "openvswitch" if c.real else "noop"},
-        # VXLAN from the loopback address (every host has the same one: no tunnel carries traffic between
-        # hosts): project networks (a VNF's internal virtual links, configs.neutron) need the tunnel type, and
-        # networking-sfc's agent extension programs br-int and needs a tunnel bridge (it fails to start without)
+        # VXLAN from the host's own tunnel endpoint over the underlay (hostnet): project networks (a VNF's internal
+        # virtual links, configs.neutron) reach across hosts; networking-sfc's agent extension programs br-int and
+        # needs the tunnel bridge too (it fails to start without)
         "agent": {**agent_ini["agent"], "tunnel_types": "vxlan",
                   **({"extensions": ",".join(extensions)} if extensions else {})},
         "ovs": {"local_ip": c.tunnel_ip, "tunnel_bridge": f"br-tun{c.suffix}",
                 "bridge_mappings": ",".join(f"{p}:{b}" for p, b in c.bridges().items()),
                 "datapath_type": "netdev", "vhostuser_socket_dir": str(state.run / "vhu" / c.name),
-                "ovsdb_connection": f"unix:{c.ovs_run(state) / 'db.sock'}", "of_listen_address": c.tunnel_ip,
+                "ovsdb_connection": f"unix:{c.ovs_run(state) / 'db.sock'}", "of_listen_address": HOST,
                 "of_listen_port": OF_PORT_BASE + c.position, "integration_bridge": c.integration_bridge},
         **privsep,
     })

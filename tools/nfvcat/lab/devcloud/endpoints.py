@@ -1,7 +1,8 @@
 """Test endpoints in the dev cloud: Neutron ports on a chain's networks, each realised as a network namespace
-plugged into the real host's integration bridge the way os-vif plugs a VIF (a veth whose host end is an OVS
-port with ``external-ids`` iface-id, attached-mac, iface-status), so the Open vSwitch agent wires it (local VLAN)
-and applies its port security (openvswitch firewall: anti-spoofing, security groups) as it does for a VM.
+plugged into a host's integration bridge (the real host's, for a chain's) the way os-vif plugs a VIF (a veth
+whose host end is an OVS port with ``external-ids`` iface-id, attached-mac, iface-status), so the Open vSwitch
+agent wires it (local VLAN) and applies its port security (openvswitch firewall: anti-spoofing, security
+groups) as it does for a VM.
 
 The namespace is a :class:`nfvcat.lab.netns.Lab`'s, so the lab's traffic tools (trafgen, the sink's counter,
 ping, iperf3) run in it unchanged. ``unplug`` removes the OVS port, the veth and the Neutron port.
@@ -15,7 +16,7 @@ from typing import Any
 
 from nfvcat.core.errors import EXIT_ENGINE, UserError
 from nfvcat.core.waiting import until
-from nfvcat.lab.devcloud import computes, realhost
+from nfvcat.lab.devcloud import computes
 from nfvcat.lab.devcloud.state import State
 from nfvcat.lab.netns import Lab
 
@@ -30,7 +31,7 @@ class Endpoint:
     mac: str
     prefixlen: int
     port_id: str
-    tap: str  # the host end, an OVS port of the real host's br-int
+    tap: str  # the host end, an OVS port of the host's br-int
 
 
 def real_host(state: State) -> computes.Compute:
@@ -68,7 +69,7 @@ def plug(conn: Any, lab: Lab, state: State, host: computes.Compute, network: str
     prefixlen = int(subnet.cidr.split("/")[1])
     tap, peer = f"tap{port.id[:11]}", f"nfe{port.id[:11]}"
     ns = lab.ns(short)
-    hostns = realhost.in_netns(host.name)
+    hostns = host.in_netns()
     _run([*hostns, "ip", "link", "add", tap, "mtu", str(net.mtu), "type", "veth", "peer", "name", peer])
     _run([*hostns, "ip", "link", "set", peer, "netns", ns])
     _run([*hostns, "ip", "link", "set", tap, "up"])
@@ -89,7 +90,7 @@ def unplug(conn: Any, state: State, host: computes.Compute, ep: Endpoint) -> Non
     """The OVS port, the veth (its other end goes with the lab's namespace) and the Neutron port."""
     subprocess.run(["ovs-vsctl", "--timeout=10", "--if-exists", "del-port", host.integration_bridge, ep.tap],
                    capture_output=True, timeout=60, check=False, env=_env(state, host))
-    subprocess.run([*realhost.in_netns(host.name), "ip", "link", "del", ep.tap], capture_output=True, timeout=60,
+    subprocess.run([*host.in_netns(), "ip", "link", "del", ep.tap], capture_output=True, timeout=60,
                    check=False)
     conn.network.delete_port(ep.port_id, ignore_missing=True)
 

@@ -13,7 +13,19 @@ from typing import Any, TextIO
 from nfvcat.catalog import inventory as inventory_mod
 from nfvcat.core.errors import EXIT_ENGINE, UserError
 from nfvcat.core.waiting import TimedOut, until
-from nfvcat.lab.devcloud import accel, bootstrap, computes, configs, host, procs, realhost, services, shim, tacker
+from nfvcat.lab.devcloud import (
+    accel,
+    bootstrap,
+    computes,
+    configs,
+    host,
+    hostnet,
+    procs,
+    realhost,
+    services,
+    shim,
+    tacker,
+)
 from nfvcat.lab.devcloud import metadata as guest_metadata
 from nfvcat.lab.devcloud.services import Service
 from nfvcat.lab.devcloud.state import REGION, State
@@ -145,12 +157,16 @@ def up(state: State, inv_path: Path | None, out: TextIO = sys.stderr, quiet: boo
                 "hosts": [c.name for c in hosts]}
 
     virt = accel.virt_type() if real else ("", "")
+    hostnet.ensure_underlay()
+    for c in hosts:
+        hostnet.ensure_host(c.netns, c.position)
+    progress.say("hosts: " + "; ".join(f"{c.name} namespace {c.netns or '(the machine)'} tunnel endpoint "
+                                        f"{c.tunnel_ip}" for c in hosts) + f"; underlay {hostnet.UNDERLAY}")
     for c in real:
-        realhost.ensure_netns(c.name, c.position)
         realhost.Libvirt(state, c.name).write_config()
         shared, dedicated = realhost.cpu_sets()
         progress.say(f"{c.name}: this machine under libvirt, virt_type {virt[0]} ({virt[1]}); CPUs shared "
-                     f"{shared}, dedicated {dedicated}; namespace {realhost.netns(c.name)}")
+                     f"{shared}, dedicated {dedicated}")
     start_all(state, infra[:3], progress)
     bootstrap.databases(state)
     start_all(state, infra[3:] + [s for c in hosts for s in services.switch(state, c)], progress)
@@ -220,7 +236,7 @@ def real_host_flavor(state: State, real: list[computes.Compute], virt: tuple[str
         progress.say(f"{c.name}: DHCP and the metadata service on {', '.join(with_dhcp)}")
     shared, dedicated = realhost.cpu_sets()
     return [{"name": c.name, "virt_type": virt[0], "why": virt[1], "cpu_shared_set": shared,
-             "cpu_dedicated_set": dedicated, "netns": realhost.netns(c.name), "flavor": realhost.FLAVOR,
+             "cpu_dedicated_set": dedicated, "netns": c.netns, "flavor": realhost.FLAVOR,
              "networks": list(realhost.NETWORKS), "dhcp_networks": with_dhcp,
              "environments": envs} for c in real]
 
@@ -293,8 +309,10 @@ def down(state: State, wipe: bool = False, out: TextIO = sys.stderr, quiet: bool
             if c.real:
                 for ns in guest_metadata.cleanup(state, c.name):
                     progress.say(f"{c.name}: DHCP namespace {ns} removed")
-            if c.real and realhost.remove_netns(c.name, c.position):
-                progress.say(f"{c.name}: namespace {realhost.netns(c.name)} removed")
+            if hostnet.remove_host(c.netns, c.position):
+                progress.say(f"{c.name}: {'namespace ' + c.netns if c.netns else 'underlay link'} removed")
+        if hostnet.remove_underlay():
+            progress.say(f"underlay {hostnet.UNDERLAY} removed")
         for line in host.restore(state):
             progress.say(line)
     if wipe:

@@ -9,8 +9,8 @@ shared secret.
   namespace, so everyone sees the ``qdhcp-<network>`` namespaces it makes). Its interface driver plugs a veth
   (``ovs_use_veth``: an internal port of a userspace datapath would be a tap owned by ovs-vswitchd) whose
   ``tap...`` end is a port of the host's own br-int, so dnsmasq is on the guests' datapath.
-- RabbitMQ listens on the machine's loopback only: two socat relay 127.0.0.1:5672 of the host's namespace to it
-  over a Unix socket (services.metadata_path).
+- RabbitMQ listens on the machine's loopback only: the host's AMQP relay carries 127.0.0.1:5672 of its namespace
+  to it (hostnet, services.amqp_relay).
 - neutron-metadata-agent runs beside the host's other agents and listens on a Unix socket
   (``metadata_proxy_socket``), which the DHCP agent's haproxy connects to.
 - Only the networks of ``realhost.NETWORKS`` marked for DHCP get a DHCP server: Neutron's automatic scheduling
@@ -32,11 +32,6 @@ from nfvcat.lab.devcloud.state import HOST, PORTS, State
 
 AGENT_TYPE = "DHCP agent"
 NETNS_PREFIX = "qdhcp-"  # Neutron's name for a network's DHCP namespace
-
-
-def relay_socket(state: State, host: str) -> Path:
-    """The Unix socket the root side of the AMQP relay of ``host`` listens on."""
-    return state.run / f"amqp-{host}.sock"
 
 
 def proxy_socket(state: State, host: str) -> Path:

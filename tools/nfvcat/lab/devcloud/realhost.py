@@ -1,13 +1,10 @@
 """The dev cloud's real compute host (an inventory host with ``hypervisor: libvirt``): this machine under Nova's
 libvirt driver, QEMU guests that really boot.
 
-- Where it runs: a network namespace of its own (named after the host) holds its Open vSwitch datapath
-  (``ovs-vswitchd``, userspace: the kernel has no OVS module) and libvirtd with its guests, so the guests' taps
-  and the switch's own tap devices (``ovs-netdev``, its bridges) cannot collide with the main switch's. A veth
-  pair links the namespace to the dev cloud: the root side's address is the OVS agent's OpenFlow listen address
-  (the switch in the namespace connects to it) and the host's tunnel endpoint (``local_ip``, one per host).
-  nova-compute and the agents run beside the other hosts' (they reach RabbitMQ on the loopback); os-vif plugs
-  each VIF into the host's br-int through OVSDB's Unix socket, libvirt creates the tap in the namespace.
+- Where it runs: its network namespace (:mod:`nfvcat.lab.devcloud.hostnet`, as every host off the main switch)
+  holds its Open vSwitch datapath (``ovs-vswitchd``, userspace: the kernel has no OVS module), its OVS and DHCP
+  agents, and libvirtd with its guests. nova-compute and the metadata agent run beside the other hosts'; os-vif
+  plugs each VIF into the host's br-int through OVSDB's Unix socket, libvirt creates the tap in the namespace.
 - libvirtd is Debian's, with its own configuration, sockets and state, bind-mounted over ``/etc/libvirt``,
   ``/run/libvirt``, ``/var/lib/libvirt``, ``/var/log/libvirt`` and ``/var/cache/libvirt`` in its private mount
   namespace: a libvirt of the machine, if any, is left alone. Guests run as root without a security driver
@@ -25,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from nfvcat.core.errors import EXIT_ENGINE, UserError
+from nfvcat.lab.devcloud import hostnet
 from nfvcat.lab.devcloud.state import State
 
 # The flavor the real host takes for the vRouter (the catalog's nfv.dpdk, 4 pinned vCPUs and 4 GiB on 1 GiB
@@ -52,58 +50,6 @@ LIBVIRT_DIRS = {"etc": "/etc/libvirt", "run": "/run/libvirt", "lib": "/var/lib/l
 
 def is_real(spec: Any) -> bool:
     return getattr(spec, "hypervisor", "simulated") == "libvirt"
-
-
-def netns(name: str) -> str:
-    return f"nfvcat-{name}"
-
-
-def in_netns(name: str) -> list[str]:
-    """The argv prefix that runs a command in the host's namespace."""
-    return ["ip", "netns", "exec", netns(name)]
-
-
-def link_names(position: int) -> tuple[str, str]:
-    """The veth pair (root side, namespace side) of the host at ``position`` in the inventory."""
-    return f"nfvh{position}r", f"nfvh{position}h"
-
-
-def addresses(position: int) -> tuple[str, str]:
-    """Root side, namespace side of the link (a /30 of the link-local range per host)."""
-    base = f"169.254.{200 + position}"
-    return f"{base}.1", f"{base}.2"
-
-
-def _ip(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    res = subprocess.run(["ip", *args], capture_output=True, text=True, timeout=30, check=False)
-    if check and res.returncode != 0:
-        raise UserError(f"devcloud: ip {' '.join(args)}: {res.stderr.strip()}", EXIT_ENGINE)
-    return res
-
-
-def ensure_netns(name: str, position: int) -> None:
-    """The host's namespace and its link to the dev cloud (idempotent)."""
-    ns = netns(name)
-    root_if, ns_if = link_names(position)
-    root_ip, ns_ip = addresses(position)
-    if ns not in _ip("netns", "list").stdout.split():
-        _ip("netns", "add", ns)
-    _ip("-n", ns, "link", "set", "lo", "up")
-    if _ip("link", "show", root_if, check=False).returncode != 0:
-        _ip("link", "add", root_if, "type", "veth", "peer", "name", ns_if, "netns", ns)
-        _ip("addr", "add", f"{root_ip}/30", "dev", root_if)
-        _ip("-n", ns, "addr", "add", f"{ns_ip}/30", "dev", ns_if)
-    _ip("link", "set", root_if, "up")
-    _ip("-n", ns, "link", "set", ns_if, "up")
-
-
-def remove_netns(name: str, position: int) -> bool:
-    ns = netns(name)
-    if ns not in _ip("netns", "list", check=False).stdout.split():
-        return False
-    _ip("netns", "del", ns, check=False)
-    _ip("link", "del", link_names(position)[0], check=False)
-    return True
 
 
 def online_cpus() -> list[int]:
@@ -156,7 +102,7 @@ class Libvirt:
         binds = " && ".join(f"mount --bind {self.dirs[k]} {target}" for k, target in LIBVIRT_DIRS.items())
         # `ip netns exec` gives the command a mount namespace of its own (slave of the machine's): the binds stay
         # there, and so do libvirtd's QEMU children
-        return [*in_netns(self.host), "sh", "-c",
+        return [*hostnet.in_netns(self.host), "sh", "-c",
                 f"{binds} && exec /usr/sbin/libvirtd -f {LIBVIRT_DIRS['etc']}/libvirtd.conf "
                 f"-p {LIBVIRT_DIRS['run']}/libvirtd.pid"]
 

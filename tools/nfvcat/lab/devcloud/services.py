@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from nfvcat.lab.devcloud import computes as computes_mod
+from nfvcat.lab.devcloud import hostnet
 from nfvcat.lab.devcloud import metadata as metadata_mod
 from nfvcat.lab.devcloud import realhost as realhost_mod
 from nfvcat.lab.devcloud.state import HOST, PORTS, State
@@ -173,8 +174,8 @@ def oslo(state: State, name: str, conf: list[str], env: dict[str, str] | None = 
 
 
 def switch(state: State, c: computes_mod.Compute) -> list[Service]:
-    """A compute's own plain userspace Open vSwitch (ovsdb-server and ovs-vswitchd with dummy netdevs), for hosts
-    not on the main switch: its agent reports no vhost-user interface type, so normal ports bind ``ovs``."""
+    """A compute's own plain userspace Open vSwitch (ovsdb-server, and ovs-vswitchd in the host's namespace), for
+    hosts not on the main switch: its agent reports no vhost-user interface type, so normal ports bind ``ovs``."""
     if c.main_switch:
         return []
     run = c.ovs_run(state)
@@ -182,10 +183,9 @@ def switch(state: State, c: computes_mod.Compute) -> list[Service]:
     vswitchd = "/usr/lib/openvswitch-switch/ovs-vswitchd"
     if not Path(vswitchd).exists():
         vswitchd = shutil.which("ovs-vswitchd") or "ovs-vswitchd"
-    # a real host's switch runs in its namespace on real netdevs (the guests' taps); a simulated host's on dummy
-    # netdevs: a second userspace datapath's tap devices (ovs-netdev, the bridges') would collide with the main
-    # switch's in the kernel
-    datapath = ([*realhost_mod.in_netns(c.name), vswitchd] if c.real else [vswitchd, "--enable-dummy=override"])
+    # in the host's namespace, on real netdevs: its tap devices (ovs-netdev, its bridges, its VIFs) are its own, and
+    # so are the routes its tunnels take (hostnet)
+    datapath = [*c.in_netns(), vswitchd]
     return [
         Service(c.service("ovsdb-server"), [
             "ovsdb-server", str(c.ovs_db(state)), f"--remote=punix:{run / 'db.sock'}",
@@ -206,18 +206,39 @@ def compute(state: State, c: computes_mod.Compute, inventory: Path) -> list[Serv
     env = computes_mod.ovs_env(state, c)
     nova_conf = computes_mod.nova_conf(state, c)
 
-    def proc(binary: str, conf: list[Path], extra: dict[str, str] | None = None) -> Service:
+    def proc(binary: str, conf: list[Path], extra: dict[str, str] | None = None, prefix: list[str] | None = None
+             ) -> Service:
         name = c.service(binary)
         args = [a for p in conf for a in ("--config-file", str(p))]
-        return Service(name, [str(state.venv_bin / binary), *args, "--log-file", str(state.log / f"{name}.log")],
-                       always, env=extra or {}, grace=5)
+        return Service(name, [*(prefix or []), str(state.venv_bin / binary), *args, "--log-file",
+                              str(state.log / f"{name}.log")], always, env=extra or {}, grace=5)
 
     return [
-        proc("neutron-openvswitch-agent", [n / "neutron.conf", confs["ovs"]], env),
+        *amqp_relay(state, c),
+        # beside its switch: its local_ip is an address of the host's namespace (hostnet)
+        proc("neutron-openvswitch-agent", [n / "neutron.conf", confs["ovs"]], env,
+             hostnet.nsenter(c.name) if c.netns else None),
         *metadata_path(state, c),
         proc("neutron-sriov-nic-agent", [n / "neutron.conf", confs["sriov"]]),
         proc("nova-compute", [state.etc / "nova/nova.conf", nova_conf],
              {"NFVCAT_DEVCLOUD_INVENTORY": str(inventory), "NFVCAT_DEVCLOUD_CONFIG_DRIVE": "1", **env}),
+    ]
+
+
+def amqp_relay(state: State, c: computes_mod.Compute) -> list[Service]:
+    """RabbitMQ on 127.0.0.1:5672 of a namespaced host (for its agents): a socat of the host's namespace to a Unix
+    socket, a socat of the machine's from there to RabbitMQ (hostnet)."""
+    if not c.netns:
+        return []
+    sock = hostnet.relay_socket(state.run, c.name)
+    amqp = f"{HOST}:{PORTS['rabbitmq']}"
+    netns = hostnet.nsenter(c.name)
+    return [
+        Service(c.service("amqp-relay"), ["socat", f"UNIX-LISTEN:{sock},fork,unlink-early,mode=600", f"TCP:{amqp}"],
+                sock.exists),
+        Service(c.service("amqp-relay-netns"), [*netns, "socat", f"TCP-LISTEN:{PORTS['rabbitmq']},bind={HOST},fork,"
+                                                "reuseaddr", f"UNIX-CONNECT:{sock}"],
+                command_ok([*netns, "socat", "-u", "OPEN:/dev/null", f"TCP:{amqp}"])),
     ]
 
 
@@ -231,14 +252,11 @@ def hypervisor(state: State, c: computes_mod.Compute) -> list[Service]:
 
 
 def metadata_path(state: State, c: computes_mod.Compute) -> list[Service]:
-    """A real host's DHCP agent (in its namespace, with the AMQP relay it reaches RabbitMQ through) and metadata
-    agent (:mod:`nfvcat.lab.devcloud.metadata`)."""
+    """A real host's DHCP agent (in its namespace, reaching RabbitMQ through the host's relay) and metadata agent
+    (:mod:`nfvcat.lab.devcloud.metadata`)."""
     if not c.real:
         return []
     n = state.etc / "neutron"
-    netns = ["nsenter", f"--net=/run/netns/{realhost_mod.netns(c.name)}"]
-    sock = metadata_mod.relay_socket(state, c.name)
-    amqp = f"{HOST}:{PORTS['rabbitmq']}"
     dhcp = metadata_mod.dhcp_agent_conf(state, c)
     meta = metadata_mod.metadata_agent_conf(state, c)
 
@@ -249,11 +267,6 @@ def metadata_path(state: State, c: computes_mod.Compute) -> list[Service]:
                        always, env=computes_mod.ovs_env(state, c), grace=5)
 
     return [
-        Service(c.service("amqp-relay"), ["socat", f"UNIX-LISTEN:{sock},fork,unlink-early,mode=600", f"TCP:{amqp}"],
-                sock.exists),
-        Service(c.service("amqp-relay-netns"), [*netns, "socat", f"TCP-LISTEN:{PORTS['rabbitmq']},bind={HOST},fork,"
-                                                "reuseaddr", f"UNIX-CONNECT:{sock}"],
-                command_ok([*netns, "socat", "-u", "OPEN:/dev/null", f"TCP:{amqp}"])),
-        agent("neutron-dhcp-agent", dhcp, netns),
+        agent("neutron-dhcp-agent", dhcp, hostnet.nsenter(c.name)),
         agent("neutron-metadata-agent", meta, []),
     ]

@@ -1,0 +1,114 @@
+"""The dev cloud's host networking: each compute host's network namespace, and the underlay its VXLAN tunnels run on.
+
+- **A namespace per host.** A host whose switch is not the dev cloud's main one (``computes.Compute.main_switch``)
+  runs its Open vSwitch datapath (userspace, real netdevs) and its Open vSwitch agent in a network namespace of its
+  own, ``nfvcat-<host>``, as a compute node has a kernel of its own: its switch's tap devices (``ovs-netdev``, its
+  bridges, its VIFs, a real host's guests) cannot collide with another host's, and its routes are its own. The main
+  switch's host stays in the machine's namespace.
+- **The underlay.** A Linux bridge of the machine's namespace, ``nfvcat-ul`` (no address, not filtered by
+  iptables), stands for the physical network between the hosts. Each host has a veth pair to it: the bridge's end
+  is a bridge port; the host's end is a port of the host's ``br-phy`` Open vSwitch bridge, whose own interface
+  holds the host's tunnel endpoint (the agent's ``local_ip``, ``169.254.199.<10 + position>/24``).
+- **Why so.** Userspace Open vSwitch tunnels natively: it encapsulates with the route and the ARP entry it finds in
+  its own namespace, and the route must lead out through one of its own bridges. Two switches in one namespace see
+  each other's endpoint as a local route and cannot tunnel to each other (measured: ``ovs/route/add`` refuses the
+  route); each in a namespace of its own with a ``br-phy``, they do.
+- **The agent beside its switch.** The agent checks at start that ``local_ip`` is an address of its own namespace,
+  so a namespaced host's agent runs in the namespace (``nsenter --net``, keeping the machine's mount namespace: the
+  OVSDB socket, configuration and logs are where they are). Its OpenFlow controller listens on the namespace's
+  loopback. RabbitMQ listens on the machine's loopback only: a pair of socat relays carry 127.0.0.1:5672 of the
+  namespace to it over a Unix socket (``relay_socket``).
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from nfvcat.core.errors import EXIT_ENGINE, UserError
+
+UNDERLAY = "nfvcat-ul"
+TUNNEL_PREFIXLEN = 24
+
+
+def netns(name: str) -> str:
+    """The network namespace of the host ``name``."""
+    return f"nfvcat-{name}"
+
+
+def in_netns(name: str) -> list[str]:
+    """The argv prefix that runs a command in the host's namespace (``ip netns exec``: a mount namespace of its
+    own too, with /sys of the network namespace)."""
+    return ["ip", "netns", "exec", netns(name)]
+
+
+def nsenter(name: str) -> list[str]:
+    """The argv prefix that runs a command in the host's network namespace only (the machine's mounts)."""
+    return ["nsenter", f"--net=/run/netns/{netns(name)}"]
+
+
+def tunnel_address(position: int) -> str:
+    """The tunnel endpoint of the host at ``position`` in the inventory (its ``local_ip``)."""
+    return f"169.254.199.{10 + position}"
+
+
+def link_names(position: int) -> tuple[str, str]:
+    """The underlay veth pair of the host at ``position``: (the bridge's end, the host's end)."""
+    return f"nfvu{position}b", f"nfvu{position}h"
+
+
+def relay_socket(run: Path, host: str) -> Path:
+    """The Unix socket the machine's side of ``host``'s AMQP relay listens on."""
+    return run / f"amqp-{host}.sock"
+
+
+def _ip(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    res = subprocess.run(["ip", *args], capture_output=True, text=True, timeout=30, check=False)
+    if check and res.returncode != 0:
+        raise UserError(f"devcloud: ip {' '.join(args)}: {res.stderr.strip()}", EXIT_ENGINE)
+    return res
+
+
+def ensure_underlay() -> None:
+    """The underlay bridge (idempotent)."""
+    if _ip("link", "show", UNDERLAY, check=False).returncode != 0:
+        # bridged frames do not go through iptables (br_netfilter may be loaded, with a FORWARD policy of its own)
+        _ip("link", "add", UNDERLAY, "type", "bridge", "nf_call_iptables", "0", "nf_call_ip6tables", "0")
+    _ip("link", "set", UNDERLAY, "up")
+
+
+def ensure_host(ns: str | None, position: int) -> None:
+    """The host's namespace ``ns`` (None: the machine's, for the main switch's host) and its underlay link
+    (idempotent). The host's end waits, down, for its switch's br-phy (``attach``)."""
+    bridge_end, host_end = link_names(position)
+    where = ["-n", ns] if ns else []
+    if ns and ns not in _ip("netns", "list").stdout.split():
+        _ip("netns", "add", ns)
+    if ns:
+        _ip(*where, "link", "set", "lo", "up")
+    if _ip("link", "show", bridge_end, check=False).returncode != 0:
+        _ip("link", "add", bridge_end, "type", "veth", "peer", "name", host_end, *(["netns", ns] if ns else []))
+    _ip("link", "set", bridge_end, "master", UNDERLAY, "up")
+    _ip(*where, "link", "set", host_end, "up")
+
+
+def attach(ns: str | None, position: int, phy_bridge: str) -> str:
+    """The host's tunnel endpoint on its br-phy (once its switch made the bridge's interface); returns it."""
+    where = ["-n", ns] if ns else []
+    address = tunnel_address(position)
+    _ip(*where, "addr", "replace", f"{address}/{TUNNEL_PREFIXLEN}", "dev", phy_bridge)
+    _ip(*where, "link", "set", phy_bridge, "up")
+    return address
+
+
+def remove_host(ns: str | None, position: int) -> bool:
+    """The host's underlay link and namespace; True if something was there."""
+    gone = _ip("link", "del", link_names(position)[0], check=False).returncode == 0
+    if ns and ns in _ip("netns", "list", check=False).stdout.split():
+        _ip("netns", "del", ns, check=False)
+        gone = True
+    return gone
+
+
+def remove_underlay() -> bool:
+    return _ip("link", "del", UNDERLAY, check=False).returncode == 0
