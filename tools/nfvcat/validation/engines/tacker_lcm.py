@@ -48,7 +48,6 @@ def _flavour(data: Any) -> str | None:
 
 
 def check(docs: list[tuple[str, Any]]) -> list[Problem]:
-    from tacker.sol_refactored.common import exceptions as sol_ex
     from tacker.sol_refactored.common.vnfd_utils import Vnfd
 
     vnfd = Vnfd("nfvcat")
@@ -58,46 +57,63 @@ def check(docs: list[tuple[str, Any]]) -> list[Problem]:
         fid = _flavour(data)
         if fid is None or vnfd.get_vnfd_flavour(fid) is not data:
             continue
-        levels = list(_policies(data, LEVELS))
-        aspects = {str(k): v for _, props in _policies(data, ASPECTS) if isinstance(props.get("aspects"), dict)
-                   for k, v in props["aspects"].items()}
-        found = levels[0][1].get("levels") if levels else None
-        defined: dict[Any, Any] = found if isinstance(found, dict) else {}
-        default = vnfd.get_default_instantiation_level(fid)
-        if levels and default is not None and default not in defined:
-            out.append((name, [*levels[0][0], "properties", "default_level"],
-                        f"flavour {fid}: default_level {default} is not one of its instantiation levels "
-                        f"({', '.join(map(str, defined)) or 'none'}): Tacker's instantiate without a level fails"))
-        for level in defined:
-            out.extend(_instantiate(vnfd, name, data, fid, level))
-            info = vnfd.get_scale_info_from_inst_level(fid, level)
-            for aspect, value in (info.items() if isinstance(info, dict) else []):
-                where = [*levels[0][0], "properties", "levels", level, "scale_info", aspect]
-                if str(aspect) not in aspects:
-                    out.append((name, where, f"flavour {fid}: instantiation level {level} scales aspect {aspect}, "
-                                "which no ScalingAspects policy defines: Tacker's instantiate records a scale "
-                                "status its scale operations cannot follow"))
-                    continue
-                scale = value.get("scale_level") if isinstance(value, dict) else None
-                top = vnfd.get_max_scale_level(fid, aspect)
-                if not isinstance(scale, int) or (isinstance(top, int) and scale > top):
-                    out.append((name, [*where, "scale_level"] if isinstance(value, dict) else where,
-                                f"flavour {fid}: instantiation level {level} puts aspect {aspect} at scale level "
-                                f"{scale}, beyond its max_scale_level {top}"))
-        for base, props in _policies(data, ASPECTS):
-            for aspect in (props.get("aspects") or {}) if isinstance(props.get("aspects"), dict) else {}:
-                try:
-                    vnfd.get_scale_vdu_and_num(fid, aspect)
-                except (sol_ex.DeltaMissingInVnfd, KeyError, IndexError, TypeError) as exc:
-                    shown = getattr(exc, "detail", None) or f"{type(exc).__name__}: {exc}"
-                    out.append((name, [*base, "properties", "aspects", aspect, "step_deltas"],
-                                f"flavour {fid}: scaling aspect {aspect}: {shown} (Tacker's scale fails)"))
-        for base, props in _policies(data, DELTAS):
-            aspect = props.get("aspect")
-            if aspect is not None and str(aspect) not in aspects:
-                out.append((name, [*base, "properties", "aspect"],
-                            f"flavour {fid}: VduScalingAspectDeltas for aspect {aspect}, which no ScalingAspects "
-                            "policy defines: a scale request for it fails"))
+        try:
+            out.extend(_flavour_problems(vnfd, name, data, fid))
+        except (TypeError, AttributeError, KeyError, IndexError, ValueError) as exc:
+            # Tacker's own reader fails on this flavour (e.g. ``policies:`` with no value): so do its instantiate
+            # and scale, which call the same methods
+            topo = data.get("topology_template")
+            where = ["topology_template", "policies"] if isinstance(topo, dict) and "policies" in topo else \
+                ["topology_template"]
+            out.append((name, where, f"flavour {fid}: Tacker's VNFD reader (vnfd_utils) fails on it with "
+                                     f"{type(exc).__name__}: {exc}: Tacker's instantiate and scale fail the same way"))
+    return out
+
+
+def _flavour_problems(vnfd: Any, name: str, data: Any, fid: str) -> list[Problem]:
+    from tacker.sol_refactored.common import exceptions as sol_ex
+
+    out: list[Problem] = []
+    levels = list(_policies(data, LEVELS))
+    aspects = {str(k): v for _, props in _policies(data, ASPECTS) if isinstance(props.get("aspects"), dict)
+               for k, v in props["aspects"].items()}
+    found = levels[0][1].get("levels") if levels else None
+    defined: dict[Any, Any] = found if isinstance(found, dict) else {}
+    default = vnfd.get_default_instantiation_level(fid)
+    if levels and default is not None and default not in defined:
+        out.append((name, [*levels[0][0], "properties", "default_level"],
+                    f"flavour {fid}: default_level {default} is not one of its instantiation levels "
+                    f"({', '.join(map(str, defined)) or 'none'}): Tacker's instantiate without a level fails"))
+    for level in defined:
+        out.extend(_instantiate(vnfd, name, data, fid, level))
+        info = vnfd.get_scale_info_from_inst_level(fid, level)
+        for aspect, value in (info.items() if isinstance(info, dict) else []):
+            where = [*levels[0][0], "properties", "levels", level, "scale_info", aspect]
+            if str(aspect) not in aspects:
+                out.append((name, where, f"flavour {fid}: instantiation level {level} scales aspect {aspect}, "
+                            "which no ScalingAspects policy defines: Tacker's instantiate records a scale "
+                            "status its scale operations cannot follow"))
+                continue
+            scale = value.get("scale_level") if isinstance(value, dict) else None
+            top = vnfd.get_max_scale_level(fid, aspect)
+            if not isinstance(scale, int) or (isinstance(top, int) and scale > top):
+                out.append((name, [*where, "scale_level"] if isinstance(value, dict) else where,
+                            f"flavour {fid}: instantiation level {level} puts aspect {aspect} at scale level "
+                            f"{scale}, beyond its max_scale_level {top}"))
+    for base, props in _policies(data, ASPECTS):
+        for aspect in (props.get("aspects") or {}) if isinstance(props.get("aspects"), dict) else {}:
+            try:
+                vnfd.get_scale_vdu_and_num(fid, aspect)
+            except (sol_ex.DeltaMissingInVnfd, KeyError, IndexError, TypeError) as exc:
+                shown = getattr(exc, "detail", None) or f"{type(exc).__name__}: {exc}"
+                out.append((name, [*base, "properties", "aspects", aspect, "step_deltas"],
+                            f"flavour {fid}: scaling aspect {aspect}: {shown} (Tacker's scale fails)"))
+    for base, props in _policies(data, DELTAS):
+        aspect = props.get("aspect")
+        if aspect is not None and str(aspect) not in aspects:
+            out.append((name, [*base, "properties", "aspect"],
+                        f"flavour {fid}: VduScalingAspectDeltas for aspect {aspect}, which no ScalingAspects "
+                        "policy defines: a scale request for it fails"))
     return out
 
 
