@@ -9,6 +9,7 @@ from typing import Any
 
 from nfvcat.catalog import entries
 from nfvcat.catalog import flavors as catalog_flavors
+from nfvcat.cloud import tacker_lcm
 from nfvcat.cloud.connect import call, cloud_errors
 from nfvcat.cloud.stacks import Stacks, bundle
 from nfvcat.core.errors import EXIT_ENGINE, EXIT_FINDINGS, UserError
@@ -16,6 +17,7 @@ from nfvcat.core.waiting import TimedOut, until
 
 FLAVOR_MICROVERSION = "2.86"  # Nova validates extra specs from 2.86 on
 NETWORK_STACK = "nfvcat-provider-networks"
+PACKAGES = "/vnfpkgm/v1/vnf_packages"  # Tacker's SOL005 VNF packages, on its endpoint (tacker_lcm.adapter)
 
 
 @dataclass
@@ -273,27 +275,23 @@ def networks(conn: Any, root: Path, dry_run: bool, say: Any, timeout: float) -> 
 
 # ---- Tacker VNF packages --------------------------------------------------------------------------------------
 
-def has_tacker(conn: Any) -> bool:
-    try:
-        return conn.session.get_endpoint(service_type="nfv-orchestration", interface="public") is not None
-    except Exception:
-        return False
-
-
 def vnf_packages(conn: Any, root: Path, dry_run: bool, say: Any, timeout: float = 60) -> list[Action]:
     """Every vnfd/ entry as a Tacker VNF package (SOL005): built by `nfvcat package`, created, uploaded, waited
-    for until ONBOARDED. A package whose userDefinedData carries the same CSAR hash is unchanged."""
-    if not has_tacker(conn):
+    for until ONBOARDED. A package whose userDefinedData carries the same CSAR hash is unchanged; an older one is
+    replaced, unless a VNF instance uses it (``usageState`` IN_USE: Tacker refuses its deletion), then it stays
+    beside the new one. A new build with the VNFD id of a package in use cannot be onboarded (Tacker takes a VNFD
+    id once): that is refused before anything changes."""
+    if not tacker_lcm.available(conn):
         return [Action("vnf-package", "*", "skip", "the cloud has no nfv-orchestration (Tacker) endpoint")]
     import tempfile
 
-    from nfvcat.packaging.csar import build
+    from nfvcat.packaging.csar import build, vnf_properties
 
-    endpoint = conn.session.get_endpoint(service_type="nfv-orchestration", interface="public").rstrip("/")
-    base = f"{endpoint}/vnfpkgm/v1/vnf_packages"
+    base = PACKAGES
     existing = _tacker(conn, "GET", f"{base}?all_fields", "VNF package list")  # userDefinedData is not default
     out = []
     with tempfile.TemporaryDirectory(prefix="nfvcat-csar-") as tmp:
+        todo: list[tuple[str, Path, str, list[dict[str, Any]]]] = []
         for vnfd in entries.entries(root, "vnfd"):
             entry = vnfd.dir
             csar = build(entry, Path(tmp))
@@ -304,13 +302,25 @@ def vnf_packages(conn: Any, root: Path, dry_run: bool, say: Any, timeout: float 
             if same:
                 out.append(Action("vnf-package", entry.name, "unchanged", f"{csar.name} sha256 {digest[:12]}"))
                 continue
-            out.append(Action("vnf-package", entry.name, "replace" if mine else "create",
-                              f"{csar.name} sha256 {digest[:12]}"))
-            if dry_run:
-                continue
-            for old in mine:  # Tacker refuses a second package with the same VNFD id
-                _delete_package(conn, base, old["id"])
-            _upload(conn, base, entry.name, csar, digest, say, timeout)
+            in_use = [p for p in mine if p.get("usageState") == "IN_USE"]
+            new_id = str(vnf_properties(entry, str(vnfd.meta.get("template"))).get("descriptor_id"))
+            clash = [p for p in in_use if p.get("vnfdId") == new_id]
+            if clash:
+                raise UserError(
+                    f"{entry.name}: VNF package {clash[0]['id']} (vnfdId {new_id}) is in use by a VNF instance, and "
+                    f"the new build of {csar.name} has the same VNFD id, which Tacker takes once: upgrade the "
+                    "instance to another version (`nfvcat upgrade --via tacker`) or terminate it first; nothing "
+                    "was changed", EXIT_FINDINGS)
+            kept = "".join(f"; package {p['id']} (vnfdId {p.get('vnfdId')}) kept: in use by a VNF instance"
+                           for p in in_use)
+            out.append(Action("vnf-package", entry.name, "replace" if len(mine) > len(in_use) else "create",
+                              f"{csar.name} sha256 {digest[:12]}{kept}"))
+            todo.append((entry.name, csar, digest, [p for p in mine if p not in in_use]))
+        if not dry_run:
+            for name, csar, digest, replaced in todo:
+                for old in replaced:  # Tacker refuses a second package with the same VNFD id
+                    _delete_package(conn, base, old["id"])
+                _upload(conn, base, name, csar, digest, say, timeout)
     return out
 
 
@@ -342,8 +352,7 @@ def ensure_package(conn: Any, entry_dir: Path, vnfd_id: str, say: Any, timeout: 
 
     from nfvcat.packaging.csar import build
 
-    endpoint = conn.session.get_endpoint(service_type="nfv-orchestration", interface="public").rstrip("/")
-    base = f"{endpoint}/vnfpkgm/v1/vnf_packages"
+    base = PACKAGES
     found = _tacker(conn, "GET", f"{base}?filter=(eq,vnfdId,{vnfd_id})", "VNF package list")
     if any(p.get("onboardingState") == "ONBOARDED" for p in found):
         return Action("vnf-package", entry_dir.name, "unchanged", f"vnfdId {vnfd_id} onboarded")
@@ -357,7 +366,7 @@ def ensure_package(conn: Any, entry_dir: Path, vnfd_id: str, say: Any, timeout: 
 
 def _tacker(conn: Any, method: str, url: str, what: str, **kwargs: Any) -> Any:
     with cloud_errors(what):
-        resp = conn.session.request(url, method, raise_exc=False, **kwargs)
+        resp = tacker_lcm.adapter(conn).request(url, method, raise_exc=False, **kwargs)
     if resp.status_code >= 400:
         raise UserError(f"{what}: HTTP {resp.status_code}: {resp.text[:300]}", EXIT_ENGINE)
     try:
