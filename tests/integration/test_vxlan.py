@@ -8,7 +8,9 @@ wired by that host's Open vSwitch agent. Then:
 - the frames between two hosts cross the underlay as VXLAN, outer addresses the two hosts' tunnel endpoints, the VNI
   the network's segmentation id (captured on the underlay bridge's port of each host);
 - a datagram that fills the network's MTU (1450: 1500 less VXLAN's 50 bytes) crosses unfragmented (don't fragment
-  set), so the underlay carries a full-size tunnel packet.
+  set), so the underlay carries a full-size tunnel packet;
+- a TCP stream (iperf3, 2 s) crosses to the real host's endpoint in full-size segments (MSS 1398: the MTU less
+  IP, TCP and the timestamp option).
 Everything it creates (endpoints, their namespaces, the network) goes at the end, pass or fail."""
 
 from __future__ import annotations
@@ -54,6 +56,7 @@ def capture(host: Any, count: int, log: Path) -> subprocess.Popen[bytes]:
 
 
 def test_a_vxlan_network_reaches_across_every_host(conn: Any, hosts: Any, tmp_path: Path) -> None:
+    from nfvcat.lab.campaign import traffic
     from nfvcat.lab.devcloud import computes, endpoints
     from nfvcat.lab.netns import Lab
 
@@ -107,6 +110,16 @@ def test_a_vxlan_network_reaches_across_every_host(conn: Any, hosts: Any, tmp_pa
         for _, dst in others:
             res = lab.sh(src.ns, f"ping -c 2 -W 3 -M do -s {payload} {dst.ip}", check=False, timeout=30)
             assert res.returncode == 0, (dst.ip, payload, res.stdout, res.stderr)
+
+        # TCP across the tunnel, full-size segments (the MSS the network's MTU gives) to the real host's endpoint
+        (_, dst), = [(c, ep) for c, ep in others if c.real] or others[-1:]
+        stream = traffic.tcp_stream(lab, traffic.Endpoints(src.ns, src.ifname, src.ip, dst.ns, dst.ifname, dst.ip,
+                                                           dst.mac), 2)
+        sys.stderr.write(f"[vxlan] TCP {src.ip} -> {dst.ip}: {stream.mbps:.1f} Mbit/s, MSS {stream.mss}, "
+                         f"{stream.retransmits} segments sent again\n")
+        # the MSS iperf3 reads back (TCP_MAXSEG) is the MTU less IP and TCP headers (40) and Linux's timestamp
+        # option (12): full-size segments, the path's MTU is the network's
+        assert stream.mbps > 0 and stream.mss == net.mtu - 40 - 12, stream
     finally:
         for c, ep in plugged:
             endpoints.unplug(conn, state, c, ep)

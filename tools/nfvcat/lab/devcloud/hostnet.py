@@ -26,6 +26,7 @@ import subprocess
 from pathlib import Path
 
 from nfvcat.core.errors import EXIT_ENGINE, UserError
+from nfvcat.core.waiting import until
 
 UNDERLAY = "nfvcat-ul"
 TUNNEL_PREFIXLEN = 24
@@ -96,6 +97,10 @@ def attach(ns: str | None, position: int, phy_bridge: str) -> str:
     """The host's tunnel endpoint on its br-phy (once its switch made the bridge's interface); returns it."""
     where = ["-n", ns] if ns else []
     address = tunnel_address(position)
+    # a switch restarted on its database makes the bridge's interface after ovs-vsctl returns (TimedOut: exit 3)
+    until(lambda: _ip(*where, "link", "show", phy_bridge, check=False).returncode, lambda rc: rc == 0,
+          timeout=30, what=f"devcloud: interface {phy_bridge} in {ns or 'the machine'}",
+          state=lambda _: "absent", first=0.1, most=1.0)
     _ip(*where, "addr", "replace", f"{address}/{TUNNEL_PREFIXLEN}", "dev", phy_bridge)
     _ip(*where, "link", "set", phy_bridge, "up")
     return address

@@ -154,7 +154,7 @@ def up(state: State, inv_path: Path | None, out: TextIO = sys.stderr, quiet: boo
         real_host_flavor(state, real, accel.virt_type() if real else ("", ""), progress)
         vim = register_vim(state, progress)
         return {"already_up": True, **vim, "dpdk": dpdk, "seconds": time.monotonic() - progress.t0,
-                "hosts": [c.name for c in hosts]}
+                "hosts": [c.name for c in hosts], "tunnel_endpoints": {c.name: c.tunnel_ip for c in hosts}}
 
     virt = accel.virt_type() if real else ("", "")
     hostnet.ensure_underlay()
@@ -213,7 +213,8 @@ def up(state: State, inv_path: Path | None, out: TextIO = sys.stderr, quiet: boo
     real_hosts = real_host_flavor(state, real, virt, progress)
     vim = register_vim(state, progress)
     return {"already_up": False, **vim, "dpdk": dpdk, "first_start": first, "seconds": time.monotonic() - progress.t0,
-            "hosts": [c.name for c in hosts], "inventory": str(inv_file), "real_hosts": real_hosts}
+            "hosts": [c.name for c in hosts], "tunnel_endpoints": {c.name: c.tunnel_ip for c in hosts},
+            "inventory": str(inv_file), "real_hosts": real_hosts}
 
 
 def real_host_flavor(state: State, real: list[computes.Compute], virt: tuple[str, str],
