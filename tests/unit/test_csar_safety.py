@@ -47,3 +47,16 @@ def test_archive_declaring_gigabytes(tmp_path: Path) -> None:
     assert code == 2
     assert {f["id"] for f in findings} == {"E4004"}, findings  # and no engine ever saw the archive
     assert any("MiB" in str(f["message"]) or "ratio" in str(f["message"]) for f in findings)
+
+
+def test_an_archive_zipfile_cannot_read_is_a_finding_in_a_directory_too(tmp_path: Path) -> None:
+    # found by the fuzz batch (NFVCAT_FUZZ_SEED=448): a member whose central directory entry needs zip format
+    # 19.4 makes zipfile raise NotImplementedError, not BadZipFile; validate died with "internal error", exit 3
+    z = _zip(tmp_path / "future.zip", {"TOSCA-Metadata/TOSCA.meta": META, "Definitions/a.yaml": b"a: 1\n"})
+    raw = bytearray(z.read_bytes())
+    struct.pack_into("<H", raw, raw.find(b"PK\x01\x02") + 6, 194)  # "version needed to extract"
+    z.write_bytes(bytes(raw))
+    code, findings = findings_of(str(tmp_path))
+    assert code == 2, findings
+    assert [(f["id"], f["message"]) for f in findings] == [
+        ("E4004", "not a readable zip archive: NotImplementedError: zip file version 19.4")], findings

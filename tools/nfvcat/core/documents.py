@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import zipfile
+import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,6 +21,11 @@ KINDS = ("hot", "cfn", "environment", "tosca", "vnfd", "csar", "cloud-config", "
 CFN_VERSION_KEYS = {"AWSTemplateFormatVersion", "HeatTemplateFormatVersion"}
 HEAT_ENV_SECTIONS = {"parameters", "parameter_defaults", "resource_registry", "event_sinks",
                      "encrypted_param_names", "parameter_merge_strategies"}
+# What Python's zipfile raises on a damaged or unsupported archive, besides BadZipFile: NotImplementedError (a
+# newer format version, an unknown compression; a RuntimeError), RuntimeError (an encrypted member), EOFError and
+# zlib.error (a truncated or corrupt member), ValueError, LargeZipFile, OSError. A CSAR that raises one of these is
+# "not a readable zip archive" (E4004), never a crash.
+ZIP_ERRORS = (OSError, EOFError, RuntimeError, ValueError, zlib.error, zipfile.BadZipFile, zipfile.LargeZipFile)
 CLOUD_CONFIG_HINT_KEYS = {"runcmd", "write_files", "packages", "bootcmd", "users", "ssh_authorized_keys",
                           "package_update", "chpasswd", "ntp", "final_message", "power_state"}
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from nfvcat import catalog
-from nfvcat.core.documents import Document
+from nfvcat.core.documents import ZIP_ERRORS, Document
 from nfvcat.core.problems import UNREADABLE
 from nfvcat.validation.project import Project
 
@@ -86,7 +86,7 @@ def _csar_like(path: str) -> bool:
     try:
         with zipfile.ZipFile(path) as z:
             names = z.namelist()
-    except (OSError, zipfile.BadZipFile):
+    except ZIP_ERRORS:
         return True  # unreadable: the CSAR checks say so
     return "TOSCA-Metadata/TOSCA.meta" in names or any(
         "/" not in n and n.endswith((".yaml", ".yml")) for n in names)

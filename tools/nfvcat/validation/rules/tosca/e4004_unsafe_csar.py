@@ -7,7 +7,7 @@ import stat
 import zipfile
 from collections.abc import Iterator
 
-from nfvcat.core.documents import Document
+from nfvcat.core.documents import ZIP_ERRORS, Document
 from nfvcat.core.findings import RawFinding
 from nfvcat.validation.rules.base import Context, Rule
 
@@ -41,8 +41,9 @@ class UnsafeCsar(Rule):
         try:
             with zipfile.ZipFile(doc.abspath) as zf:
                 infos = zf.infolist()
-        except (OSError, zipfile.BadZipFile) as exc:
-            yield RawFinding(self.id, (), f"not a readable zip archive: {exc}", self.engine, line=1, column=1)
+        except ZIP_ERRORS as exc:
+            yield RawFinding(self.id, (), f"not a readable zip archive: {type(exc).__name__}: {exc}", self.engine,
+                             line=1, column=1)
             return
         if len(infos) > MAX_MEMBERS:
             yield self._at(f"{len(infos)} members, more than the {MAX_MEMBERS} allowed")

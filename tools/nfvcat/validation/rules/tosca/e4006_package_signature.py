@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import yaml
 
-from nfvcat.core.documents import Document
+from nfvcat.core.documents import ZIP_ERRORS, Document
 from nfvcat.core.findings import RawFinding
 from nfvcat.packaging import signing
 from nfvcat.validation.rules.base import Context, Rule
@@ -36,7 +36,7 @@ class PackageSignature(Rule):
                 manifest = zf.read(mf) if isinstance(mf, str) and mf in zf.namelist() else None
                 cert_name = meta.get("ETSI-Entry-Certificate")
                 cert = zf.read(cert_name) if isinstance(cert_name, str) and cert_name in zf.namelist() else None
-        except (OSError, zipfile.BadZipFile, yaml.YAMLError):
+        except (*ZIP_ERRORS, yaml.YAMLError):
             return  # E4002 and E4004 say what is wrong with the archive itself
         if manifest is None:
             if ctx.require_signed:
