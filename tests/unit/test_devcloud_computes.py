@@ -42,6 +42,12 @@ def test_each_host_tunnels_from_its_own_endpoint_beside_its_own_switch(tmp_path:
     assert [c.netns for c in hosts] == [None, "nfvcat-devcloud-nosmt", "nfvcat-devcloud-real"]
     assert [c.phy_bridge for c in hosts] == ["br-phy", "br-phy1", "br-phy2"]
     assert len({c.phy_bridge for c in hosts} | {b for c in hosts for b in c.bridges().values()}) == 7
+    # every link a host has to the machine's bridges: a kernel name (15 characters at most), each its own
+    links = [n for c in hosts for i in [None, *range(len(c.spec.ovs_physnets))]
+             for n in hostnet.link_names(c.position, i)]
+    assert len(set(links)) == len(links) == 2 * (3 + 4) and max(map(len, links)) <= 15
+    assert [hostnet.segment(p) for p in (None, "physnet_mgmt", "physnet_dpdk")] == ["nfvcat-ul", "nfvcat-mgmt",
+                                                                                   "nfvcat-dpdk"]
     for c in hosts:
         agent = computes.agent_confs(state, c)["ovs"].read_text()
         assert f"local_ip = {c.tunnel_ip}\n" in agent and "of_listen_address = 127.0.0.1\n" in agent

@@ -87,11 +87,12 @@ def ovs_dpdk(state: State) -> None:
 
 
 def bridges(state: State, computes: list[Compute]) -> None:
-    """Each compute's physnet bridges, on its own switch (netdev datapath), and its br-phy: the underlay link as
-    port, the host's tunnel endpoint as address (hostnet)."""
+    """Each compute's physnet bridges, on its own switch (netdev datapath), each with its physnet's link as port,
+    and its br-phy: the underlay link as port, the host's tunnel endpoint as address (hostnet)."""
     for c in computes:
-        for bridge in c.bridges().values():
+        for index, bridge in enumerate(c.bridges().values()):  # in ovs_physnets' order, as hostnet.ensure_host
             vsctl(state, "--may-exist", "add-br", bridge, "--", "set", "bridge", bridge, "datapath_type=netdev",
+                  "--", "--may-exist", "add-port", bridge, hostnet.link_names(c.position, index)[1],
                   run=c.ovs_run(state))
         link = hostnet.link_names(c.position)[1]
         vsctl(state, "--may-exist", "add-br", c.phy_bridge, "--", "set", "bridge", c.phy_bridge,

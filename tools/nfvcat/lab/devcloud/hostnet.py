@@ -9,6 +9,9 @@
   iptables), stands for the physical network between the hosts. Each host has a veth pair to it: the bridge's end
   is a bridge port; the host's end is a port of the host's ``br-phy`` Open vSwitch bridge, whose own interface
   holds the host's tunnel endpoint (the agent's ``local_ip``, ``169.254.199.<10 + position>/24``).
+- **The physnets.** Each physnet of a host's switch (``ovs_physnets``, its bridge ``br-<physnet>``) is wired the
+  same way to a Linux bridge of its own, ``nfvcat-<physnet>`` (``nfvcat-mgmt``, ``nfvcat-dpdk``): a VLAN or flat
+  provider network reaches every host that has its physnet, as the cabling of a real site does.
 - **Why so.** Userspace Open vSwitch tunnels natively: it encapsulates with the route and the ARP entry it finds in
   its own namespace, and the route must lead out through one of its own bridges. Two switches in one namespace see
   each other's endpoint as a local route and cannot tunnel to each other (measured: ``ovs/route/add`` refuses the
@@ -53,9 +56,16 @@ def tunnel_address(position: int) -> str:
     return f"169.254.199.{10 + position}"
 
 
-def link_names(position: int) -> tuple[str, str]:
-    """The underlay veth pair of the host at ``position``: (the bridge's end, the host's end)."""
-    return f"nfvu{position}b", f"nfvu{position}h"
+def segment(physnet: str | None) -> str:
+    """The Linux bridge of the machine a host's link joins: the underlay (None), else the physnet's wire."""
+    return UNDERLAY if physnet is None else f"nfvcat-{physnet.removeprefix('physnet_')}"[:15]
+
+
+def link_names(position: int, index: int | None = None) -> tuple[str, str]:
+    """A veth pair of the host at ``position``: (the machine's bridge's end, the host's end). ``index`` None: its
+    underlay link (to br-phy); else the link of its ``index``-th physnet (to that physnet's bridge)."""
+    stem = f"nfvu{position}" if index is None else f"nfvp{position}x{index}"
+    return f"{stem}b", f"{stem}h"
 
 
 def relay_socket(run: Path, host: str) -> Path:
@@ -70,27 +80,31 @@ def _ip(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     return res
 
 
-def ensure_underlay() -> None:
-    """The underlay bridge (idempotent)."""
-    if _ip("link", "show", UNDERLAY, check=False).returncode != 0:
-        # bridged frames do not go through iptables (br_netfilter may be loaded, with a FORWARD policy of its own)
-        _ip("link", "add", UNDERLAY, "type", "bridge", "nf_call_iptables", "0", "nf_call_ip6tables", "0")
-    _ip("link", "set", UNDERLAY, "up")
+def ensure_segments(physnets: list[str]) -> None:
+    """The underlay bridge and one bridge per physnet (idempotent)."""
+    for name in [UNDERLAY, *(segment(p) for p in physnets)]:
+        if _ip("link", "show", name, check=False).returncode != 0:
+            # bridged frames do not go through iptables (br_netfilter may be loaded, with a FORWARD policy of its
+            # own); VLAN-tagged frames pass as they are (no vlan_filtering)
+            _ip("link", "add", name, "type", "bridge", "nf_call_iptables", "0", "nf_call_ip6tables", "0")
+        _ip("link", "set", name, "up")
 
 
-def ensure_host(ns: str | None, position: int) -> None:
-    """The host's namespace ``ns`` (None: the machine's, for the main switch's host) and its underlay link
-    (idempotent). The host's end waits, down, for its switch's br-phy (``attach``)."""
-    bridge_end, host_end = link_names(position)
+def ensure_host(ns: str | None, position: int, physnets: list[str]) -> None:
+    """The host's namespace ``ns`` (None: the machine's, for the main switch's host), its underlay link and a link
+    per physnet of its switch (idempotent). The host's ends wait, down, for its switch's bridges (``attach``,
+    bootstrap.bridges)."""
     where = ["-n", ns] if ns else []
     if ns and ns not in _ip("netns", "list").stdout.split():
         _ip("netns", "add", ns)
     if ns:
         _ip(*where, "link", "set", "lo", "up")
-    if _ip("link", "show", bridge_end, check=False).returncode != 0:
-        _ip("link", "add", bridge_end, "type", "veth", "peer", "name", host_end, *(["netns", ns] if ns else []))
-    _ip("link", "set", bridge_end, "master", UNDERLAY, "up")
-    _ip(*where, "link", "set", host_end, "up")
+    for index, physnet in [(None, None), *enumerate(physnets)]:
+        bridge_end, host_end = link_names(position, index)
+        if _ip("link", "show", bridge_end, check=False).returncode != 0:
+            _ip("link", "add", bridge_end, "type", "veth", "peer", "name", host_end, *(["netns", ns] if ns else []))
+        _ip("link", "set", bridge_end, "master", segment(physnet), "up")
+        _ip(*where, "link", "set", host_end, "up")
 
 
 def attach(ns: str | None, position: int, phy_bridge: str) -> str:
@@ -106,14 +120,22 @@ def attach(ns: str | None, position: int, phy_bridge: str) -> str:
     return address
 
 
-def remove_host(ns: str | None, position: int) -> bool:
-    """The host's underlay link and namespace; True if something was there."""
-    gone = _ip("link", "del", link_names(position)[0], check=False).returncode == 0
+def remove_host(ns: str | None, position: int, physnets: list[str], phy_bridge: str) -> bool:
+    """The host's links and namespace (once its switch stopped); True if something was there. In the machine's
+    namespace, the interface of its br-phy too: a userspace switch's tap devices outlive it, and that one holds
+    the tunnel endpoint's address and route."""
+    gone = False
+    for index in [None, *range(len(physnets))]:
+        gone = _ip("link", "del", link_names(position, index)[0], check=False).returncode == 0 or gone
+    if not ns:
+        gone = _ip("link", "del", phy_bridge, check=False).returncode == 0 or gone
     if ns and ns in _ip("netns", "list", check=False).stdout.split():
         _ip("netns", "del", ns, check=False)
         gone = True
     return gone
 
 
-def remove_underlay() -> bool:
-    return _ip("link", "del", UNDERLAY, check=False).returncode == 0
+def remove_segments(physnets: list[str]) -> list[str]:
+    """The underlay and physnet bridges; those that were there."""
+    return [name for name in [UNDERLAY, *(segment(p) for p in physnets)]
+            if _ip("link", "del", name, check=False).returncode == 0]

@@ -157,11 +157,12 @@ def up(state: State, inv_path: Path | None, out: TextIO = sys.stderr, quiet: boo
                 "hosts": [c.name for c in hosts], "tunnel_endpoints": {c.name: c.tunnel_ip for c in hosts}}
 
     virt = accel.virt_type() if real else ("", "")
-    hostnet.ensure_underlay()
+    hostnet.ensure_segments(physnets(hosts))
     for c in hosts:
-        hostnet.ensure_host(c.netns, c.position)
+        hostnet.ensure_host(c.netns, c.position, c.spec.ovs_physnets)
     progress.say("hosts: " + "; ".join(f"{c.name} namespace {c.netns or '(the machine)'} tunnel endpoint "
-                                        f"{c.tunnel_ip}" for c in hosts) + f"; underlay {hostnet.UNDERLAY}")
+                                        f"{c.tunnel_ip}" for c in hosts) + f"; underlay {hostnet.UNDERLAY}, "
+                 + ", ".join(f"{p} {hostnet.segment(p)}" for p in physnets(hosts)))
     for c in real:
         realhost.Libvirt(state, c.name).write_config()
         shared, dedicated = realhost.cpu_sets()
@@ -215,6 +216,11 @@ def up(state: State, inv_path: Path | None, out: TextIO = sys.stderr, quiet: boo
     return {"already_up": False, **vim, "dpdk": dpdk, "first_start": first, "seconds": time.monotonic() - progress.t0,
             "hosts": [c.name for c in hosts], "tunnel_endpoints": {c.name: c.tunnel_ip for c in hosts},
             "inventory": str(inv_file), "real_hosts": real_hosts}
+
+
+def physnets(hosts: list[computes.Compute]) -> list[str]:
+    """The physnets of the hosts' switches, each once (each a Linux bridge between those hosts, hostnet)."""
+    return sorted({p for c in hosts for p in c.spec.ovs_physnets})
 
 
 def real_host_flavor(state: State, real: list[computes.Compute], virt: tuple[str, str],
@@ -310,10 +316,10 @@ def down(state: State, wipe: bool = False, out: TextIO = sys.stderr, quiet: bool
             if c.real:
                 for ns in guest_metadata.cleanup(state, c.name):
                     progress.say(f"{c.name}: DHCP namespace {ns} removed")
-            if hostnet.remove_host(c.netns, c.position):
-                progress.say(f"{c.name}: {'namespace ' + c.netns if c.netns else 'underlay link'} removed")
-        if hostnet.remove_underlay():
-            progress.say(f"underlay {hostnet.UNDERLAY} removed")
+            if hostnet.remove_host(c.netns, c.position, c.spec.ovs_physnets, c.phy_bridge):
+                progress.say(f"{c.name}: {'namespace ' + c.netns if c.netns else 'links'} removed")
+        for name in hostnet.remove_segments(physnets(layout)):
+            progress.say(f"bridge {name} removed")
         for line in host.restore(state):
             progress.say(line)
     if wipe:
