@@ -1,4 +1,5 @@
-"""The dev cloud's host networking: each compute host's network namespace, and the underlay its VXLAN tunnels run on.
+"""The dev cloud's host networking: each compute host's network namespace, and the wires between the hosts (the
+underlay its VXLAN tunnels run on, one per physnet).
 
 - **A namespace per host.** A host whose switch is not the dev cloud's main one (``computes.Compute.main_switch``)
   runs its Open vSwitch datapath (userspace, real netdevs) and its Open vSwitch agent in a network namespace of its
