@@ -168,3 +168,52 @@ def test_a_network_reaches_across_every_host(conn: Any, hosts: Any, tmp_path: Pa
         ports = subprocess.run(["ovs-vsctl", "--timeout=10", "list-ports", c.integration_bridge], capture_output=True,
                                text=True, check=True, env={**os.environ, **computes.ovs_env(state, c)}).stdout.split()
         assert ep.tap not in ports, c.name
+
+
+def test_up_makes_anew_a_host_namespace_a_killed_dev_cloud_left(devcloud: None) -> None:
+    """A host namespace with no process in it (its dev cloud was killed, not brought down) still holds the
+    devices of that cloud, say a DHCP server's veth: ``ensure_host`` (what ``up`` calls) makes it anew, without
+    them. One that runs something (a live host) keeps its devices. Then a DHCP namespace whose veth went with it
+    (only its loopback left) is an orphan that ``remove_orphans`` removes; one with a device stays."""
+    from nfvcat.lab.devcloud import hostnet, metadata
+
+    ns, position, dhcp = "nfvcat-stale-test", 90, f"{metadata.NETNS_PREFIX}stale-test"
+    orphan = f"{metadata.NETNS_PREFIX}orphan-test"
+
+    def links(where: str) -> list[str]:
+        out = subprocess.run(["ip", "-n", where, "-o", "link"], capture_output=True, text=True, check=True).stdout
+        return [line.split(":")[1].strip().split("@")[0] for line in out.splitlines()]
+
+    def ip(*args: str) -> None:
+        subprocess.run(["ip", *args], check=True, capture_output=True)
+
+    sleeper = None
+    try:
+        for where in (ns, dhcp, orphan):
+            ip("netns", "add", where)
+        # what a killed cloud leaves: the DHCP agent's veth, its tap end in the host, its ns- end in qdhcp-
+        ip("-n", ns, "link", "add", "tapdeadbeef-00", "type", "veth", "peer", "name", "ns-deadbeef-00", "netns", dhcp)
+        assert hostnet.ensure_host(ns, position, []) is True
+        assert "tapdeadbeef-00" not in links(ns) and hostnet.link_names(position)[1] in links(ns)
+        assert links(dhcp) == ["lo"]  # the veth went with the host's end
+
+        # a live host (something runs in it) keeps what it has
+        ip("-n", ns, "link", "add", "tapalive-00", "type", "veth", "peer", "name", "tapalive-01")
+        sleeper = subprocess.Popen(["ip", "netns", "exec", ns, "sleep", "300"])
+        deadline = time.monotonic() + 10
+        while not hostnet.pids_in(ns) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert hostnet.ensure_host(ns, position, []) is False and "tapalive-00" in links(ns)
+
+        ip("-n", orphan, "link", "add", "ns-live-00", "type", "veth", "peer", "name", "ns-live-01")  # with a device
+        removed = metadata.remove_orphans()
+        assert dhcp in removed and orphan not in removed, removed
+        listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=True).stdout
+        assert dhcp not in listed and orphan in listed
+    finally:
+        if sleeper is not None:
+            sleeper.kill()
+            sleeper.wait()
+        hostnet.remove_host(ns, position, [], "br-phy-unused")
+        for where in (dhcp, orphan):
+            subprocess.run(["ip", "netns", "del", where], capture_output=True, check=False)

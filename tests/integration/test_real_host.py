@@ -9,6 +9,7 @@ API), cloud-init done. Each step's time goes to standard error (under TCG the bo
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -51,6 +52,33 @@ def host_taps(host: Any, conn: Any) -> list[str]:
     return [t for t in taps if t not in dhcp_taps(conn)]
 
 
+def down(host: Any, taps: set[str]) -> list[str]:
+    """Those of ``taps`` that are not administratively up in the real host's namespace."""
+    out = subprocess.run(["ip", "-n", host.netns, "-o", "link"], capture_output=True, text=True, check=True).stdout
+    flags = {line.split(":")[1].strip().split("@")[0]: line.partition("<")[2].partition(">")[0].split(",")
+             for line in out.splitlines()}
+    return sorted(t for t in taps if "UP" not in flags.get(t, []))
+
+
+def whose(state: Any, host: Any, conn: Any, taps: list[str]) -> dict[str, str]:
+    """What each tap is: its link kind, the OVS interface's external ids (iface-id: the Neutron port) and that
+    port's owner, if it still exists."""
+    from nfvcat.lab.devcloud import computes
+
+    env = {**os.environ, **computes.ovs_env(state, host)}
+    found = {}
+    for tap in taps:
+        link = subprocess.run(["ip", "-n", host.netns, "-d", "-o", "link", "show", tap], capture_output=True,
+                              text=True, check=False).stdout
+        kind = next((w for w in ("veth", "tun") if f" {w} " in link), "?")
+        ids = subprocess.run(["ovs-vsctl", "--timeout=10", "get", "interface", tap, "external_ids"],
+                             capture_output=True, text=True, env=env, check=False).stdout.strip()
+        port = next((p for p in conn.network.ports() if tap[3:] and p.id.startswith(tap[3:])), None)
+        owner = f"port {port.id} of {port.device_owner} {port.device_id}" if port else "no Neutron port"
+        found[tap] = f"{kind}; ovs {ids or '-'}; {owner}"
+    return found
+
+
 def assert_terminated(res: Any, conn: Any, state: Any, host: Any) -> None:
     """`nfvcat terminate --format json` succeeded and left nothing on the real host: no stack resource, libvirt
     domain, guest tap or test endpoint."""
@@ -59,7 +87,8 @@ def assert_terminated(res: Any, conn: Any, state: Any, host: Any) -> None:
     assert res.returncode == 0, res.stderr
     assert json.loads(res.stdout)["left_behind"] == []
     assert realhost.Libvirt(state, host.name).domains() == []
-    assert host_taps(host, conn) == []
+    left = host_taps(host, conn)
+    assert left == [], whose(state, host, conn, left)
     assert endpoints.leftovers(conn, state, host) == []
 
 
@@ -76,6 +105,8 @@ def test_instantiate_boots_the_vrouter_on_the_real_host_and_waits_for_it(conn: A
     from nfvcat.lab.devcloud import realhost
 
     state, host = real
+    before = host_taps(host, conn)
+    assert before == [], f"guest taps on the real host before the chain: {whose(state, host, conn, before)}"
     t0 = time.monotonic()
     res = nfvcat("instantiate", "chain-vrouter", "--stack", STACK, "-e", ENV, "--no-check", timeout=1800)
     took("instantiate (stack, boot, ready line)", t0)
@@ -173,7 +204,7 @@ def test_check_reads_the_running_guest_and_fails_on_a_repinned_vcpu_thread(conn:
 
 
 def test_terminate_leaves_no_server_port_tap_or_domain(conn: Any, real: Any) -> None:
-
+    """`nfvcat terminate` deletes the stack; no server is left on the real host, nor its domain, ports or taps."""
     state, host = real
     t0 = time.monotonic()
     res = nfvcat("terminate", STACK, "--format", "json")

@@ -91,12 +91,26 @@ def ensure_segments(physnets: list[str]) -> None:
         _ip("link", "set", name, "up")
 
 
-def ensure_host(ns: str | None, position: int, physnets: list[str]) -> None:
+def pids_in(ns: str) -> list[int]:
+    """The processes in the network namespace ``ns`` (entered by ``ip netns exec`` or ``nsenter --net``)."""
+    return [int(p) for p in _ip("netns", "pids", ns, check=False).stdout.split() if p.isdigit()]
+
+
+def ensure_host(ns: str | None, position: int, physnets: list[str]) -> bool:
     """The host's namespace ``ns`` (None: the machine's, for the main switch's host), its underlay link and a link
     per physnet of its switch (idempotent). The host's ends wait, down, for its switch's bridges (``attach``,
-    bootstrap.bridges)."""
+    bootstrap.bridges).
+
+    A running host always has its switch in its namespace. A namespace with no process in it was left by a dev
+    cloud that was killed rather than brought down (any state directory): its devices (a DHCP server's veth, a
+    test endpoint's) would pass for the new cloud's, so it is made anew. Returns True if such a namespace was
+    removed."""
     where = ["-n", ns] if ns else []
-    if ns and ns not in _ip("netns", "list").stdout.split():
+    listed = _ip("netns", "list").stdout.split()
+    stale = bool(ns) and ns in listed and not pids_in(ns or "")
+    if ns and stale:
+        _ip("netns", "del", ns)
+    if ns and (stale or ns not in listed):
         _ip("netns", "add", ns)
     if ns:
         _ip(*where, "link", "set", "lo", "up")
@@ -106,6 +120,7 @@ def ensure_host(ns: str | None, position: int, physnets: list[str]) -> None:
             _ip("link", "add", bridge_end, "type", "veth", "peer", "name", host_end, *(["netns", ns] if ns else []))
         _ip("link", "set", bridge_end, "master", segment(physnet), "up")
         _ip(*where, "link", "set", host_end, "up")
+    return stale
 
 
 def attach(ns: str | None, position: int, phy_bridge: str) -> str:

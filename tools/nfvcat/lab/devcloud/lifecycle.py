@@ -159,7 +159,11 @@ def up(state: State, inv_path: Path | None, out: TextIO = sys.stderr, quiet: boo
     virt = accel.virt_type() if real else ("", "")
     hostnet.ensure_segments(physnets(hosts))
     for c in hosts:
-        hostnet.ensure_host(c.netns, c.position, c.spec.ovs_physnets)
+        if hostnet.ensure_host(c.netns, c.position, c.spec.ovs_physnets):
+            progress.say(f"{c.name}: namespace {c.netns} made anew (left by a dev cloud that was not brought down)")
+    if not any(procs.pid_of(state, c.service("neutron-dhcp-agent")) for c in real):
+        for ns in guest_metadata.remove_orphans():
+            progress.say(f"DHCP namespace {ns} removed (its port's device was gone)")
     progress.say("hosts: " + "; ".join(f"{c.name} namespace {c.netns or '(the machine)'} tunnel endpoint "
                                         f"{c.tunnel_ip}" for c in hosts) + f"; underlay {hostnet.UNDERLAY}, "
                  + ", ".join(f"{p} {hostnet.segment(p)}" for p in physnets(hosts)))

@@ -87,20 +87,42 @@ def namespaces(state: State, host: str) -> list[str]:
             if d.is_dir() and f"{NETNS_PREFIX}{d.name}" in listed]
 
 
+def _remove(ns: str) -> None:
+    """End what runs in the DHCP namespace ``ns`` (dnsmasq and haproxy daemonize, out of the agent's process group)
+    and remove it."""
+    pids = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True, timeout=30,
+                          check=False).stdout.split()
+    for pid in pids:
+        try:
+            os.kill(int(pid), signal.SIGKILL)
+        except (ProcessLookupError, ValueError):
+            pass
+    subprocess.run(["ip", "netns", "del", ns], capture_output=True, timeout=30, check=False)
+
+
 def cleanup(state: State, host: str) -> list[str]:
-    """After the DHCP agent stopped: end what it started in its namespaces (dnsmasq and haproxy daemonize, out of
-    the agent's process group) and remove the namespaces. Returns the namespaces removed."""
+    """After the DHCP agent stopped: remove the namespaces it made and what runs in them. Returns the namespaces
+    removed."""
+    gone = namespaces(state, host)
+    for ns in gone:
+        _remove(ns)
+    return gone
+
+
+def remove_orphans() -> list[str]:
+    """DHCP namespaces whose server lost its port: no device but the loopback (the veth's other end went with the
+    namespace of a host whose dev cloud was killed rather than brought down, in any state directory). Call only
+    while no DHCP agent of the dev cloud runs (one may be making a namespace). Returns those removed."""
+    listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, timeout=30,
+                            check=False).stdout.split()
     gone = []
-    for ns in namespaces(state, host):
-        pids = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True, timeout=30,
-                              check=False).stdout.split()
-        for pid in pids:
-            try:
-                os.kill(int(pid), signal.SIGKILL)
-            except (ProcessLookupError, ValueError):
-                pass
-        subprocess.run(["ip", "netns", "del", ns], capture_output=True, timeout=30, check=False)
-        gone.append(ns)
+    for ns in (n for n in listed if n.startswith(NETNS_PREFIX)):
+        links = subprocess.run(["ip", "-n", ns, "-o", "link"], capture_output=True, text=True, timeout=30,
+                               check=False)
+        names = [line.split(":")[1].strip().split("@")[0] for line in links.stdout.splitlines()]
+        if links.returncode == 0 and names == ["lo"]:
+            _remove(ns)
+            gone.append(ns)
     return gone
 
 
