@@ -161,3 +161,30 @@ def test_the_real_hosts_guests_compute_their_own_checksums() -> None:
         assert dom.find("./driver/host").attrib == HOST_OFFLOADS_OFF and HOST_OFFLOADS_OFF["csum"] == "off"
         assert dom.find("./driver").get("name") == driver_name and dom.find("./target").get("dev") == "tap0"
     assert ET.fromstring(without_host_offloads(nic("e1000")).to_xml()).find("./driver") is None
+
+
+def test_a_guest_tap_left_down_is_brought_up() -> None:
+    """taps_up reads each tap's flags in the host's namespace, brings up those without UP and names them; a tap
+    that is up, or does not exist, is left alone."""
+    import subprocess
+
+    from nfvcat.lab.devcloud.libvirtdriver import taps_up
+
+    links = {"tapup": "<BROADCAST,MULTICAST,PROMISC,UP,LOWER_UP>", "tapdown": "<BROADCAST,MULTICAST,PROMISC>"}
+    calls: list[list[str]] = []
+
+    def run(argv: list[str], **_: Any) -> subprocess.CompletedProcess[str]:
+        calls.append(argv)
+        name = argv[-1] if argv[-2] == "dev" else argv[-2]
+        if "show" in argv:
+            found = name in links
+            out = f"7: {name}: {links[name]} mtu 1500 qdisc noqueue state DOWN" if found else ""
+            return subprocess.CompletedProcess(argv, 0 if found else 1, out, "" if found else "Cannot find device")
+        links[name] = links[name].replace(">", ",UP>")
+        return subprocess.CompletedProcess(argv, 0, "", "")
+
+    assert taps_up(["tapup", "tapdown", "tapgone"], "nfvcat-h", run=run) == ["tapdown"]
+    assert ["ip", "-n", "nfvcat-h", "link", "set", "dev", "tapdown", "up"] in calls
+    assert not [c for c in calls if "set" in c and c[-2] != "tapdown"]
+    assert taps_up(["tapup", "tapdown"], None, run=run) == []  # now up; the machine's namespace: no -n
+    assert calls[-1] == ["ip", "-o", "link", "show", "dev", "tapdown"]

@@ -221,7 +221,8 @@ def compute(state: State, c: computes_mod.Compute, inventory: Path) -> list[Serv
         *metadata_path(state, c),
         proc("neutron-sriov-nic-agent", [n / "neutron.conf", confs["sriov"]]),
         proc("nova-compute", [state.etc / "nova/nova.conf", nova_conf],
-             {"NFVCAT_DEVCLOUD_INVENTORY": str(inventory), "NFVCAT_DEVCLOUD_CONFIG_DRIVE": "1", **env}),
+             {"NFVCAT_DEVCLOUD_INVENTORY": str(inventory), "NFVCAT_DEVCLOUD_CONFIG_DRIVE": "1",
+              "NFVCAT_DEVCLOUD_NETNS": c.netns or "", **env}),
     ]
 
 
