@@ -133,3 +133,25 @@ def test_the_vrouter_hook_prints_cloud_inits_status_after_its_last_stage() -> No
     assert ["systemctl", "start", "--no-block", "vrouter-cloud-init-status.service"] in doc["runcmd"]
     assert cloud_init_status(f"x\n{DONE}\r\n") == ("done", "metadata (http://169.254.169.254)", DONE)
     assert cloud_init_status("NFVCAT-CLOUD-INIT status: error\n") == ("error", "", "NFVCAT-CLOUD-INIT status: error")
+
+
+def test_no_datasource_fails_at_once_naming_it(cloud: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A guest whose cloud-init found no datasource (no config drive, no metadata service: it logs DataSourceNone in
+    its last line) will never print the ready line: the wait ends there, saying why; a later boot that found one
+    is waited for as usual."""
+    m, conn = cloud
+    none = ("[  167.274076] cloud-init[495]: Cloud-init v. 22.4.2 finished at Fri, 27 Nov 2026 05:06:36 +0000. "
+            "Datasource DataSourceNone.  Up 167.23 seconds")
+    serve(m, ["Booting...\n", f"url_helper.py[ERROR]: Timed out\n{none}\r\n"] + ["x"] * 5, user_data=STATUS_HOOK)
+    [r] = readiness.wait(conn, [("vrouter", SID)], timeout=60, say=lambda s: None, poll=0)
+    assert r.status == readiness.NO_DAY0 and r.detail.endswith(none.split("]: ", 1)[1]), r.detail
+    assert "no config drive" in r.detail and len(sent(m, "POST", r"/action$")) == 2
+    drive = ("Cloud-init v. 22.4.2 finished at Fri, 27 Nov 2026 05:10:00 +0000. Datasource DataSourceConfigDrive "
+             "[net,ver=2][source=/dev/sr0].  Up 90.1 seconds")
+    serve(m, [f"{none}\n{drive}\n", f"{none}\n{drive}\n{LINE}\n{DONE}\n"], user_data=STATUS_HOOK)
+    [r] = readiness.wait(conn, [("vrouter", SID)], timeout=60, say=lambda s: None, poll=0)
+    assert r.status == readiness.READY
+    serve(m, [f"{none}\n"])
+    monkeypatch.setattr(readiness, "servers_of", lambda conn, name: [("vrouter", SID)])
+    with pytest.raises(UserError, match=r"vrouter not ready: cloud-init found no datasource.*stack kept"):
+        readiness.stack_ready(conn, "chain-vrouter", 60, lambda s: None)

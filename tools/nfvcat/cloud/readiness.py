@@ -3,7 +3,8 @@
 show`` prints). Where the server's user data prints cloud-init's own status once cloud-init is over, that line is
 waited for too, and anything but ``done`` fails (cloud-init's ``error``: a module or the hook failed). A hypervisor
 that serves no console log (Nova answers 501) leaves readiness "not observable": said so, never counted as ready. A
-server that goes to ERROR, or no line before the timeout, fails."""
+server that goes to ERROR, or no line before the timeout, fails; so does one whose cloud-init found no datasource
+(it will never print the line), at once."""
 
 from __future__ import annotations
 
@@ -16,10 +17,11 @@ from nfvcat.cloud.stacks import servers_of
 from nfvcat.cloud.verdicts import PASS, Verdict
 from nfvcat.core.errors import EXIT_FINDINGS, UserError
 from nfvcat.core.waiting import TimedOut, until
-from nfvcat.day0.ready import cloud_init_status, prints_cloud_init_status, ready_line
+from nfvcat.day0.ready import cloud_init_status, prints_cloud_init_status, ready_line, without_datasource
 
 READY, NOT_OBSERVABLE, TIMEOUT, ERROR = "ready", "not observable", "timeout", "error"
 CLOUD_INIT_FAILED = "cloud-init not done"
+NO_DAY0 = "no day-0"
 
 
 @dataclass
@@ -73,6 +75,10 @@ def judge(vnf: str, sid: str, text: str, status_expected: bool, seconds: float) 
     """The verdict a console log gives, None while it says nothing final yet."""
     line = ready_line(text)
     status = cloud_init_status(text) if status_expected else None
+    if line is None and status is None and (final := without_datasource(text)) is not None:
+        return Readiness(vnf, sid, NO_DAY0, "cloud-init found no datasource, so the day-0 never reached the server "
+                         "(no config drive; the metadata service at 169.254.169.254 did not answer: is the "
+                         f"management network's DHCP and metadata path up?): {final}", seconds)
     if status is not None and status[0] != "done":
         return Readiness(vnf, sid, CLOUD_INIT_FAILED, f"cloud-init status {status[0]}"
                          f"{'' if line else ' and no ready line'}: {status[2]}", seconds, status[2])
@@ -142,7 +148,7 @@ def stack_ready(conn: Any, name: str, timeout: float, say: Callable[[str], None]
     servers = servers_of(conn, name)
     say(f"{name}: waiting for the ready line of {', '.join(v for v, _ in servers)} in Nova's console log")
     results = wait(conn, servers, timeout, say)
-    bad = [r for r in results if r.status in (ERROR, TIMEOUT, CLOUD_INIT_FAILED)]
+    bad = [r for r in results if r.status in (ERROR, TIMEOUT, CLOUD_INIT_FAILED, NO_DAY0)]
     if bad:
         raise UserError(f"{name}: {'; '.join(f'{r.vnf} not ready: {r.detail}' for r in bad)} (stack kept: "
                         f"`nfvcat terminate {name}` removes it)", EXIT_FINDINGS)
