@@ -20,6 +20,9 @@ from nfvcat.lab.devcloud import realhost as realhost_mod
 from nfvcat.lab.devcloud.state import HOST, PORTS, State
 
 Check = Callable[[], bool]
+# Open vSwitch's daemons log to --log-file; their console (stderr) goes to the same file (procs.start): without this,
+# every line is there twice
+QUIET_CONSOLE = ["-vconsole:off"]
 
 
 @dataclass
@@ -116,11 +119,11 @@ def infra(state: State, dpdk: bool) -> list[Service]:
         Service("ovsdb-server", [
             "ovsdb-server", str(state.lib / "ovs" / "conf.db"), f"--remote=punix:{ovs / 'db.sock'}",
             "--remote=db:Open_vSwitch,Open_vSwitch,manager_options", f"--pidfile={ovs / 'ovsdb-server.pid'}",
-            f"--unixctl={ovs / 'ovsdb-server.ctl'}", f"--log-file={state.log / 'ovsdb-server.log'}"],
+            f"--unixctl={ovs / 'ovsdb-server.ctl'}", f"--log-file={state.log / 'ovsdb-server.log'}", *QUIET_CONSOLE],
             lambda: (ovs / "db.sock").exists(), env=ovs_env(state)),
         Service("ovs-vswitchd", [
             vswitchd, f"unix:{ovs / 'db.sock'}", f"--pidfile={ovs / 'ovs-vswitchd.pid'}",
-            f"--unixctl={ovs / 'ovs-vswitchd.ctl'}", f"--log-file={state.log / 'ovs-vswitchd.log'}"],
+            f"--unixctl={ovs / 'ovs-vswitchd.ctl'}", f"--log-file={state.log / 'ovs-vswitchd.log'}", *QUIET_CONSOLE],
             command_ok(["ovs-appctl", "-t", str(ovs / "ovs-vswitchd.ctl"), "version"]), env=ovs_env(state)),
     ]
 
@@ -190,11 +193,13 @@ def switch(state: State, c: computes_mod.Compute) -> list[Service]:
         Service(c.service("ovsdb-server"), [
             "ovsdb-server", str(c.ovs_db(state)), f"--remote=punix:{run / 'db.sock'}",
             "--remote=db:Open_vSwitch,Open_vSwitch,manager_options", f"--pidfile={run / 'ovsdb-server.pid'}",
-            f"--unixctl={run / 'ovsdb-server.ctl'}", f"--log-file={state.log / c.service('ovsdb-server')}.log"],
+            f"--unixctl={run / 'ovsdb-server.ctl'}", f"--log-file={state.log / c.service('ovsdb-server')}.log",
+            *QUIET_CONSOLE],
             lambda: (run / "db.sock").exists(), env=env),
         Service(c.service("ovs-vswitchd"), [
             *datapath, f"unix:{run / 'db.sock'}", f"--pidfile={run / 'ovs-vswitchd.pid'}",
-            f"--unixctl={run / 'ovs-vswitchd.ctl'}", f"--log-file={state.log / c.service('ovs-vswitchd')}.log"],
+            f"--unixctl={run / 'ovs-vswitchd.ctl'}", f"--log-file={state.log / c.service('ovs-vswitchd')}.log",
+            *QUIET_CONSOLE],
             command_ok(["ovs-appctl", "-t", str(run / "ovs-vswitchd.ctl"), "version"]), env=env),
     ]
 
