@@ -287,8 +287,7 @@ def vnf_packages(conn: Any, root: Path, dry_run: bool, say: Any, timeout: float 
 
     from nfvcat.packaging.csar import build, vnf_properties
 
-    base = PACKAGES
-    existing = _tacker(conn, "GET", f"{base}?all_fields", "VNF package list")  # userDefinedData is not default
+    existing = _tacker(conn, "GET", f"{PACKAGES}?all_fields", "VNF package list")  # userDefinedData is not default
     out = []
     with tempfile.TemporaryDirectory(prefix="nfvcat-csar-") as tmp:
         todo: list[tuple[str, Path, str, list[dict[str, Any]]]] = []
@@ -319,19 +318,19 @@ def vnf_packages(conn: Any, root: Path, dry_run: bool, say: Any, timeout: float 
         if not dry_run:
             for name, csar, digest, replaced in todo:
                 for old in replaced:  # Tacker refuses a second package with the same VNFD id
-                    _delete_package(conn, base, old["id"])
-                _upload(conn, base, name, csar, digest, say, timeout)
+                    _delete_package(conn, old["id"])
+                _upload(conn, name, csar, digest, say, timeout)
     return out
 
 
-def _upload(conn: Any, base: str, name: str, csar: Path, digest: str, say: Any, timeout: float) -> None:
+def _upload(conn: Any, name: str, csar: Path, digest: str, say: Any, timeout: float) -> None:
     """Create the package, upload the CSAR, wait for ONBOARDED (else delete it and fail)."""
-    pkg = _tacker(conn, "POST", base, f"VNF package {name}",
+    pkg = _tacker(conn, "POST", PACKAGES, f"VNF package {name}",
                   json={"userDefinedData": {"nfvcat-entry": name, "nfvcat-sha256": digest}})
-    _tacker(conn, "PUT", f"{base}/{pkg['id']}/package_content", f"upload {csar.name}",
+    _tacker(conn, "PUT", f"{PACKAGES}/{pkg['id']}/package_content", f"upload {csar.name}",
             data=csar.read_bytes(), headers={"Content-Type": "application/zip"})
     say(f"uploaded {csar.name}, waiting for ONBOARDED")
-    url, what = f"{base}/{pkg['id']}", f"VNF package {name}"
+    url, what = f"{PACKAGES}/{pkg['id']}", f"VNF package {name}"
     try:
         state = until(lambda: _tacker(conn, "GET", url, what),
                       lambda s: s.get("onboardingState") in ("ONBOARDED", "ERROR"), timeout=timeout,
@@ -339,7 +338,7 @@ def _upload(conn: Any, base: str, name: str, csar: Path, digest: str, say: Any, 
     except TimedOut as exc:
         state = exc.last or {}
     if state.get("onboardingState") != "ONBOARDED":
-        _delete_package(conn, base, pkg["id"])
+        _delete_package(conn, pkg["id"])
         raise UserError(f"VNF package {name} not ONBOARDED after {timeout:.0f} s "
                         f"({state.get('onboardingState')}); see Tacker's conductor log", EXIT_FINDINGS)
 
@@ -352,15 +351,14 @@ def ensure_package(conn: Any, entry_dir: Path, vnfd_id: str, say: Any, timeout: 
 
     from nfvcat.packaging.csar import build
 
-    base = PACKAGES
-    found = _tacker(conn, "GET", f"{base}?filter=(eq,vnfdId,{vnfd_id})", "VNF package list")
+    found = _tacker(conn, "GET", f"{PACKAGES}?filter=(eq,vnfdId,{vnfd_id})", "VNF package list")
     if any(p.get("onboardingState") == "ONBOARDED" for p in found):
         return Action("vnf-package", entry_dir.name, "unchanged", f"vnfdId {vnfd_id} onboarded")
     for p in found:  # a package of that VNFD id a killed run left CREATED or in ERROR
-        _delete_package(conn, base, p["id"])
+        _delete_package(conn, p["id"])
     with tempfile.TemporaryDirectory(prefix="nfvcat-csar-") as tmp:
         csar = build(entry_dir, Path(tmp))
-        _upload(conn, base, entry_dir.name, csar, file_hash(csar), say, timeout)
+        _upload(conn, entry_dir.name, csar, file_hash(csar), say, timeout)
     return Action("vnf-package", entry_dir.name, "create", f"vnfdId {vnfd_id}")
 
 
@@ -375,9 +373,9 @@ def _tacker(conn: Any, method: str, url: str, what: str, **kwargs: Any) -> Any:
         return {}
 
 
-def _delete_package(conn: Any, base: str, pid: str) -> None:
+def _delete_package(conn: Any, pid: str) -> None:
     try:  # an ONBOARDED package must be disabled first; one that is not cannot be
-        _tacker(conn, "PATCH", f"{base}/{pid}", "VNF package disable", json={"operationalState": "DISABLED"})
+        _tacker(conn, "PATCH", f"{PACKAGES}/{pid}", "VNF package disable", json={"operationalState": "DISABLED"})
     except UserError:
         pass
-    _tacker(conn, "DELETE", f"{base}/{pid}", "VNF package delete")
+    _tacker(conn, "DELETE", f"{PACKAGES}/{pid}", "VNF package delete")
