@@ -175,14 +175,16 @@ def test_up_makes_anew_a_host_namespace_a_killed_dev_cloud_left(devcloud: None) 
     devices of that cloud, say a DHCP server's veth: ``ensure_host`` (what ``up`` calls) makes it anew, without
     them. One that runs something (a live host) keeps its devices. Then a DHCP namespace whose veth went with it
     (only its loopback left) is an orphan that ``remove_orphans`` removes; one with a device stays."""
+    from nfvcat.lab import netns
     from nfvcat.lab.devcloud import hostnet, metadata
 
     ns, position, dhcp = "nfvcat-stale-test", 90, f"{metadata.NETNS_PREFIX}stale-test"
     orphan = f"{metadata.NETNS_PREFIX}orphan-test"
 
     def links(where: str) -> list[str]:
-        out = subprocess.run(["ip", "-n", where, "-o", "link"], capture_output=True, text=True, check=True).stdout
-        return [line.split(":")[1].strip().split("@")[0] for line in out.splitlines()]
+        found = netns.links(where)
+        assert found is not None, where
+        return found
 
     def ip(*args: str) -> None:
         subprocess.run(["ip", *args], check=True, capture_output=True)
@@ -201,7 +203,7 @@ def test_up_makes_anew_a_host_namespace_a_killed_dev_cloud_left(devcloud: None) 
         ip("-n", ns, "link", "add", "tapalive-00", "type", "veth", "peer", "name", "tapalive-01")
         sleeper = subprocess.Popen(["ip", "netns", "exec", ns, "sleep", "300"])
         deadline = time.monotonic() + 10
-        while not hostnet.pids_in(ns) and time.monotonic() < deadline:
+        while not netns.pids(ns) and time.monotonic() < deadline:
             time.sleep(0.05)
         assert hostnet.ensure_host(ns, position, []) is False and "tapalive-00" in links(ns)
 

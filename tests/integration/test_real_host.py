@@ -46,10 +46,9 @@ def dhcp_taps(conn: Any) -> set[str]:
 
 def host_taps(host: Any, conn: Any) -> list[str]:
     """The guests' taps in the real host's namespace (not the DHCP server's)."""
-    out = subprocess.run(["ip", "-n", host.netns, "-o", "link"], capture_output=True, text=True,
-                         check=True).stdout
-    taps = [line.split(":")[1].strip().split("@")[0] for line in out.splitlines() if ": tap" in line]
-    return [t for t in taps if t not in dhcp_taps(conn)]
+    from nfvcat.lab import netns
+
+    return [t for t in netns.links(host.netns) or [] if t.startswith("tap") and t not in dhcp_taps(conn)]
 
 
 def down(host: Any, taps: set[str]) -> list[str]:

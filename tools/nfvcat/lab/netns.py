@@ -35,6 +35,32 @@ def run(cmd: Sequence[str], check: bool = True, timeout: float = 60, **kw: Any) 
     return proc
 
 
+def namespaces() -> list[str]:
+    """The machine's named network namespaces (``ip netns list``)."""
+    return [line.split()[0] for line in run(["ip", "netns", "list"], check=False).stdout.splitlines() if line.strip()]
+
+
+def pids(ns: str) -> list[int]:
+    """The processes in the network namespace ``ns`` (entered by ``ip netns exec`` or ``nsenter --net``)."""
+    return [int(p) for p in run(["ip", "netns", "pids", ns], check=False).stdout.split() if p.isdigit()]
+
+
+def links(ns: str) -> list[str] | None:
+    """The names of the links in ``ns`` (a veth's without its ``@peer``); None if the namespace cannot be read."""
+    out = run(["ip", "-n", ns, "-o", "link"], check=False)
+    if out.returncode != 0:
+        return None
+    return [line.split(":")[1].strip().split("@")[0] for line in out.stdout.splitlines() if line.count(":") >= 2]
+
+
+def remove(ns: str) -> None:
+    """Kill what runs in ``ns`` (a daemon that double-forked goes with it) and delete the namespace."""
+    for pid in pids(ns):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    run(["ip", "netns", "del", ns], check=False)
+
+
 def kernel_esp_available() -> bool:
     """Whether this kernel has ESP in the xfrm layer (a throw-away namespace, one SA)."""
     ns = f"{PREFIX}probe-{os.getpid()}"
@@ -170,20 +196,14 @@ class Lab:
                 self.stop(proc)
         self.procs.clear()
         for ns in reversed(self.namespaces):
-            # anything still running in the namespace (a daemon that double-forked) goes with it
-            pids = run(["ip", "netns", "pids", ns], check=False).stdout.split()
-            for pid in pids:
-                with contextlib.suppress(ProcessLookupError, ValueError):
-                    os.kill(int(pid), signal.SIGKILL)
-            run(["ip", "netns", "del", ns], check=False)
+            remove(ns)
         self.namespaces.clear()
 
 
 def stale_namespaces() -> list[str]:
     """nfvd0- namespaces of test runs whose process is gone."""
-    names = [line.split()[0] for line in run(["ip", "netns", "list"], check=False).stdout.splitlines() if line]
     stale = []
-    for name in names:
+    for name in namespaces():
         parts = name.split("-")
         owner = parts[1] if name.startswith(PREFIX) and len(parts) >= 3 and parts[1].isdigit() else None
         if owner and not Path(f"/proc/{owner}").exists():

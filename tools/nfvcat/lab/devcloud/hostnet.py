@@ -31,6 +31,7 @@ from pathlib import Path
 
 from nfvcat.core.errors import EXIT_ENGINE, UserError
 from nfvcat.core.waiting import until
+from nfvcat.lab import netns as netns_mod
 
 UNDERLAY = "nfvcat-ul"
 TUNNEL_PREFIXLEN = 24
@@ -91,11 +92,6 @@ def ensure_segments(physnets: list[str]) -> None:
         _ip("link", "set", name, "up")
 
 
-def pids_in(ns: str) -> list[int]:
-    """The processes in the network namespace ``ns`` (entered by ``ip netns exec`` or ``nsenter --net``)."""
-    return [int(p) for p in _ip("netns", "pids", ns, check=False).stdout.split() if p.isdigit()]
-
-
 def ensure_host(ns: str | None, position: int, physnets: list[str]) -> bool:
     """The host's namespace ``ns`` (None: the machine's, for the main switch's host), its underlay link and a link
     per physnet of its switch (idempotent). The host's ends wait, down, for its switch's bridges (``attach``,
@@ -106,8 +102,8 @@ def ensure_host(ns: str | None, position: int, physnets: list[str]) -> bool:
     test endpoint's) would pass for the new cloud's, so it is made anew. Returns True if such a namespace was
     removed."""
     where = ["-n", ns] if ns else []
-    listed = _ip("netns", "list").stdout.split()
-    stale = bool(ns) and ns in listed and not pids_in(ns or "")
+    listed = netns_mod.namespaces()
+    stale = bool(ns) and ns in listed and not netns_mod.pids(ns or "")
     if ns and stale:
         _ip("netns", "del", ns)
     if ns and (stale or ns not in listed):
@@ -145,7 +141,7 @@ def remove_host(ns: str | None, position: int, physnets: list[str], phy_bridge: 
         gone = _ip("link", "del", link_names(position, index)[0], check=False).returncode == 0 or gone
     if not ns:
         gone = _ip("link", "del", phy_bridge, check=False).returncode == 0 or gone
-    if ns and ns in _ip("netns", "list", check=False).stdout.split():
+    if ns and ns in netns_mod.namespaces():
         _ip("netns", "del", ns, check=False)
         gone = True
     return gone

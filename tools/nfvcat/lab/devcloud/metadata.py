@@ -19,14 +19,12 @@ shared secret.
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
 from pathlib import Path
 from typing import Any
 
 from nfvcat.core.errors import EXIT_ENGINE, UserError
 from nfvcat.core.waiting import TimedOut, until
+from nfvcat.lab import netns
 from nfvcat.lab.devcloud import computes, configs, procs
 from nfvcat.lab.devcloud.state import HOST, PORTS, State
 
@@ -81,31 +79,17 @@ def namespaces(state: State, host: str) -> list[str]:
     confs = dhcp_state(state, host) / "dhcp"
     if not confs.is_dir():
         return []
-    listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, timeout=30,
-                            check=False).stdout.split()
+    listed = netns.namespaces()
     return [f"{NETNS_PREFIX}{d.name}" for d in sorted(confs.iterdir())
             if d.is_dir() and f"{NETNS_PREFIX}{d.name}" in listed]
 
 
-def _remove(ns: str) -> None:
-    """End what runs in the DHCP namespace ``ns`` (dnsmasq and haproxy daemonize, out of the agent's process group)
-    and remove it."""
-    pids = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True, timeout=30,
-                          check=False).stdout.split()
-    for pid in pids:
-        try:
-            os.kill(int(pid), signal.SIGKILL)
-        except (ProcessLookupError, ValueError):
-            pass
-    subprocess.run(["ip", "netns", "del", ns], capture_output=True, timeout=30, check=False)
-
-
 def cleanup(state: State, host: str) -> list[str]:
-    """After the DHCP agent stopped: remove the namespaces it made and what runs in them. Returns the namespaces
-    removed."""
+    """After the DHCP agent stopped: remove the namespaces it made and what runs in them (dnsmasq and haproxy
+    daemonize, out of the agent's process group). Returns the namespaces removed."""
     gone = namespaces(state, host)
     for ns in gone:
-        _remove(ns)
+        netns.remove(ns)
     return gone
 
 
@@ -113,16 +97,9 @@ def remove_orphans() -> list[str]:
     """DHCP namespaces whose server lost its port: no device but the loopback (the veth's other end went with the
     namespace of a host whose dev cloud was killed rather than brought down, in any state directory). Call only
     while no DHCP agent of the dev cloud runs (one may be making a namespace). Returns those removed."""
-    listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, timeout=30,
-                            check=False).stdout.split()
-    gone = []
-    for ns in (n for n in listed if n.startswith(NETNS_PREFIX)):
-        links = subprocess.run(["ip", "-n", ns, "-o", "link"], capture_output=True, text=True, timeout=30,
-                               check=False)
-        names = [line.split(":")[1].strip().split("@")[0] for line in links.stdout.splitlines()]
-        if links.returncode == 0 and names == ["lo"]:
-            _remove(ns)
-            gone.append(ns)
+    gone = [ns for ns in netns.namespaces() if ns.startswith(NETNS_PREFIX) and netns.links(ns) == ["lo"]]
+    for ns in gone:
+        netns.remove(ns)
     return gone
 
 
