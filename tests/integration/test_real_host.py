@@ -48,7 +48,9 @@ def host_taps(host: Any, conn: Any) -> list[str]:
     """The guests' taps in the real host's namespace (not the DHCP server's)."""
     from nfvcat.lab import netns
 
-    return [t for t in netns.links(host.netns) or [] if t.startswith("tap") and t not in dhcp_taps(conn)]
+    links = netns.links(host.netns)
+    assert links is not None, f"cannot read the real host's namespace {host.netns}"
+    return [t for t in links if t.startswith("tap") and t not in dhcp_taps(conn)]
 
 
 def down(host: Any, taps: set[str]) -> list[str]:
