@@ -29,7 +29,7 @@ from subprocess import Popen
 
 from nfvcat.day0.render import Day0, render
 from nfvcat.lab.chain import Chain, install, run_services
-from nfvcat.lab.netns import Lab, Vnf, run
+from nfvcat.lab.netns import Lab, Vnf, pids
 
 HOST, SINK = "10.40.1.10", "10.40.2.10"
 LEFT_VIP, RIGHT_VIP = "10.40.1.254", "10.40.2.254"
@@ -111,14 +111,14 @@ class Pair:
         proc = self.keepalived.pop(router)
         # every process of the router's namespace (keepalived and its VRRP child) at once: no clean-up, no
         # priority-0 advert
-        pids = run(["ip", "netns", "pids", self.chain.ns[SHORT[router]]], check=False).stdout.split()
-        for pid in pids:
-            with contextlib.suppress(ProcessLookupError, ValueError):
-                os.kill(int(pid), signal.SIGKILL)
+        ns = self.chain.ns[SHORT[router]]
+        for pid in pids(ns):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
         proc.wait(10)
         self.chain.lab.forget(proc)  # killed on purpose: the session lab's stray check must not count it
         deadline = time.monotonic() + 10
-        while run(["ip", "netns", "pids", self.chain.ns[SHORT[router]]], check=False).stdout.split():
+        while pids(ns):
             if time.monotonic() > deadline:
                 raise RuntimeError(f"{router}: processes left after SIGKILL")
             time.sleep(0.02)

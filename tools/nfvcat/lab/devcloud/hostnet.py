@@ -103,7 +103,7 @@ def ensure_host(ns: str | None, position: int, physnets: list[str]) -> bool:
     removed."""
     where = ["-n", ns] if ns else []
     listed = netns_mod.namespaces()
-    stale = bool(ns) and ns in listed and not netns_mod.pids(ns or "")
+    stale = ns is not None and ns in listed and not netns_mod.pids(ns)
     if ns and stale:
         _ip("netns", "del", ns)
     if ns and (stale or ns not in listed):
