@@ -5,8 +5,12 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from tests.productvenv import ProductVenv
 
 ROOT = Path(__file__).resolve().parents[1]
 NFVCAT = [sys.executable, "-m", "nfvcat"]
@@ -31,3 +35,13 @@ def findings_of(*args: str, **kw: object) -> tuple[int, list[dict[str, object]]]
     proc = nfvcat("validate", "--format", "json", *args, **kw)  # type: ignore[arg-type]
     assert "Traceback" not in proc.stderr, proc.stderr
     return proc.returncode, json.loads(proc.stdout)["findings"]
+
+
+@pytest.fixture(scope="session")
+def product_venv(tmp_path_factory: pytest.TempPathFactory) -> ProductVenv:
+    """The product distribution alone in a fresh venv (tests/productvenv.py), built once per session."""
+    from tests.productvenv import build
+
+    product = build(tmp_path_factory.mktemp("product-alone"))
+    sys.stderr.write(f"\n[product-alone] pip install of the product: {product.install_seconds:.0f} s\n")
+    return product

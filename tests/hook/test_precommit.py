@@ -24,6 +24,7 @@ from pathlib import Path
 from nfvcat.validation import cloudinit_schema as cs
 from tests.conftest import ROOT
 from tests.debmirror import Mirror
+from tests.productvenv import git, shadow_of_checkout
 
 PRE_COMMIT = [sys.executable, "-m", "pre_commit"]
 BAD_HOT = """heat_template_version: 2021-04-16
@@ -51,20 +52,6 @@ UNRELATED = {
     "ansible/site.yml": "- hosts: all\n  become: true\n  tasks:\n    - name: ping\n      ansible.builtin.ping:\n",
 }
 FINDING = re.compile(r"^([EWI]\d{4}) (.*)\n(\S+:\d+:\d+)$", re.MULTILINE)
-
-
-def git(repo: Path, *args: str, stdin: bytes | None = None) -> str:
-    return subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, input=stdin).stdout.decode()
-
-
-def shadow_of_checkout(where: Path) -> tuple[Path, str]:
-    """A clone of this checkout with its uncommitted changes to tracked files committed (try-repo's way)."""
-    git(where.parent, "clone", "-q", str(ROOT), str(where))
-    diff = subprocess.run(["git", "diff", "HEAD", "--binary"], cwd=ROOT, check=True, capture_output=True).stdout
-    if diff:
-        git(where, "apply", "--whitespace=nowarn", "-", stdin=diff)
-        git(where, "-c", "user.name=test", "-c", "user.email=test@invalid", "commit", "-qam", "uncommitted")
-    return where, git(where, "rev-parse", "HEAD").strip()
 
 
 def run_hook(repo: Path, env: dict[str, str]) -> tuple[subprocess.CompletedProcess[str], float]:

@@ -44,6 +44,29 @@ def test_what_nova_refuses_as_a_page_size(value: str) -> None:
         units.page_size_kib(value)
 
 
+@pytest.mark.parametrize(("value", "expected"), [
+    ("2M", 2048), ("1G", 1048576), ("4K", 4), ("2m", 2048), ("1g", 1048576), ("2MiB", 2048), ("2Mb", 2048),
+    ("2 M", 2048), (" 1GiB", 1048576), ("2048", 2048), (4, 4)])
+def test_a_hosts_page_sizes(value: object, expected: int) -> None:
+    """A host inventory's and a site profile's dialect: the unit's case free, B optional, never bits."""
+    assert units.page_size_kib(value, host=True) == expected
+
+
+@pytest.mark.parametrize("value", ["large", "2T", "2.5M", "2Mbit", "", "-2M"])
+def test_what_a_host_page_size_is_not(value: str) -> None:
+    with pytest.raises(units.SizeError, match=r"^invalid page size '"):
+        units.page_size_kib(value, host=True)
+
+
+def test_the_site_profile_reads_page_sizes_in_the_host_dialect(tmp_path: Path) -> None:
+    profile = tmp_path / "site-profile.yaml"
+    profile.write_text("physnets: {}\npage_sizes: [4K, 2m, 1GiB]\n")
+    assert site.load(profile).page_sizes_kb == (4, 2048, 1048576)
+    profile.write_text("physnets: {}\npage_sizes: [4K, 2Mbit]\n")
+    with pytest.raises(UserError, match=r"page_sizes: invalid page size '2Mbit'"):
+        site.load(profile)
+
+
 def test_one_stringifier_for_extra_specs() -> None:
     assert specs.stringify({"hw:vif_multiqueue_enabled": True, "hw:numa_nodes": 2, "x": "y"}) == {
         "hw:vif_multiqueue_enabled": "true", "hw:numa_nodes": "2", "x": "y"}

@@ -1,3 +1,5 @@
+"""``python -m nfvcat``: the console script, as ``nfvcat``."""
+
 from nfvcat.cli import run
 
 run()

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
 import jsonschema
 
+from nfvcat.catalog import units
 from nfvcat.core import yamlpos
 from nfvcat.core.errors import UserError
 
@@ -22,7 +22,6 @@ REFERENCE = "reference-inventory.yaml"
 SETTINGS = ("role", "cpu_allocation_ratio", "ram_allocation_ratio", "reserved_host_memory_mb", "ovs_physnets",
             "tunneled", "physnet_numa_nodes", "tunneled_numa_nodes", "capabilities", "aggregate_metadata",
             "traits")
-_UNITS = {"": 1, "k": 1, "m": 1024, "g": 1024 * 1024}
 
 
 @dataclass
@@ -136,15 +135,6 @@ def parse_cpu_spec(spec: Any) -> set[int]:
     return wanted - unwanted
 
 
-def page_size_kb(value: Any) -> int:
-    if isinstance(value, int):
-        return value
-    m = re.fullmatch(r"(\d+)\s*([KkMmGg]?)(?:[Ii]?[Bb])?", str(value).strip())
-    if not m:
-        raise ValueError(f"invalid page size '{value}'")
-    return int(m.group(1)) * _UNITS[m.group(2).lower()]
-
-
 def schema() -> dict[str, Any]:
     text = resources.files("nfvcat").joinpath("data/schemas/inventory.schema.json").read_text()
     return dict(json.loads(text))
@@ -209,7 +199,8 @@ def _cell(raw: dict[str, Any]) -> CellSpec:
     shared = parse_cpu_spec(raw.get("cpu_shared_set", ""))
     if dedicated & shared:
         raise ValueError(f"cell {raw['id']}: CPUs {sorted(dedicated & shared)} are both dedicated and shared")
-    pages = [PageSpec(page_size_kb(p["size"]), int(p["total"]), int(p.get("reserved", 0)), int(p.get("used", 0)))
+    pages = [PageSpec(units.page_size_kib(p["size"], host=True), int(p["total"]), int(p.get("reserved", 0)),
+                      int(p.get("used", 0)))
              for p in raw.get("hugepages") or []]
     huge_mb = sum(p.size_kb * p.total for p in pages) // 1024
     if huge_mb > int(raw["memory_mb"]):

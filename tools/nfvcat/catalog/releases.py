@@ -27,6 +27,7 @@ from typing import Any
 import yaml
 
 from nfvcat.catalog import CATALOG_DIRS
+from nfvcat.catalog.entries import Entry
 from nfvcat.core import yamlpos
 
 RECORD_NAME = "RELEASES.yaml"
@@ -44,14 +45,23 @@ class RecordError(Exception):
 
 
 @dataclass
-class Entry:
-    path: str  # the entry directory, relative to the catalog root, with '/'
-    kind: str | None
-    version: str | None
+class Snapshot:
+    """An entry as the record holds it: the entry (its directory and entry.yaml, read as they are: a broken
+    entry.yaml is recorded too), the sha256 of each of its files, its interface and its release day."""
+
+    entry: Entry
     files: dict[str, str]  # path relative to the entry -> sha256
     interface: dict[str, Any] = field(default_factory=dict)
-    meta: dict[str, Any] = field(default_factory=dict)
     released: str | None = None  # YYYY-MM-DD (UTC): the day a record first held this version
+
+    @property
+    def kind(self) -> str | None:
+        kind = self.entry.meta.get("kind")
+        return None if kind is None else str(kind)
+
+    @property
+    def version(self) -> str | None:
+        return str(self.entry.meta["version"]) if "version" in self.entry.meta else None
 
     @property
     def digest(self) -> str:
@@ -156,10 +166,10 @@ def interface(kind: Any, main: Any, others: dict[str, Any], main_text: str = "")
     return {}
 
 
-def snapshot(root: Path) -> dict[str, Entry]:
+def snapshot(root: Path) -> dict[str, Snapshot]:
     """Every entry of the catalog under ``root`` as it is now (the working tree)."""
     root = root.resolve()
-    entries: dict[str, Entry] = {}
+    entries: dict[str, Snapshot] = {}
     for entry_dir, paths in group(catalog_files(root)).items():
         raws = {p[len(entry_dir) + 1:]: (root / p).read_bytes() for p in paths}
         meta = load_yaml(raws.get("entry.yaml", b""))
@@ -171,12 +181,9 @@ def snapshot(root: Path) -> dict[str, Entry]:
         if kind == "vnfd":
             others = {n: load_yaml(r) for n, r in raws.items() if n != template and n.endswith((".yaml", ".yml"))
                       and n.startswith("Definitions/")}
-        entries[entry_dir] = Entry(
-            entry_dir, str(kind) if kind is not None else None,
-            str(meta["version"]) if "version" in meta else None,
-            {n: hashlib.sha256(r).hexdigest() for n, r in raws.items()},
-            interface(kind, load_yaml(main_raw), others, main_raw.decode("utf-8", "replace")),
-            meta)
+        entries[entry_dir] = Snapshot(
+            Entry(root / entry_dir, meta), {n: hashlib.sha256(r).hexdigest() for n, r in raws.items()},
+            interface(kind, load_yaml(main_raw), others, main_raw.decode("utf-8", "replace")))
     return dict(sorted(entries.items()))
 
 
@@ -217,7 +224,7 @@ def read_record(root: Path, ref: str | None = None) -> dict[str, Any] | None:
     return parse_record(proc.stdout, f"{ref}:{rel}")
 
 
-def render_record(entries: dict[str, Entry], release: int) -> str:
+def render_record(entries: dict[str, Snapshot], release: int) -> str:
     body = {"format": FORMAT, "release": release,
             "entries": {name: e.as_record() for name, e in sorted(entries.items())}}
     return HEADER + yaml.safe_dump(body, sort_keys=False, default_flow_style=False, width=120)
@@ -268,7 +275,7 @@ def recorded_dates(root: Path) -> dict[tuple[str, str], str]:
     return found
 
 
-def date_entries(root: Path, entries: dict[str, Entry], today: str) -> None:
+def date_entries(root: Path, entries: dict[str, Snapshot], today: str) -> None:
     """Set each entry's release date: the record's for a version it holds (from git's history of the record
     when it holds no date), else ``today``, the day of the release being recorded."""
     old = (read_record(root) or {}).get("entries", {})
@@ -286,7 +293,7 @@ def date_entries(root: Path, entries: dict[str, Entry], today: str) -> None:
             e.released = history.get((name, e.version), today)
 
 
-def write_record(root: Path, entries: dict[str, Entry], today: str | None = None) -> tuple[Path, bool, int]:
+def write_record(root: Path, entries: dict[str, Snapshot], today: str | None = None) -> tuple[Path, bool, int]:
     """Write the record for ``entries``, each dated (``date_entries``; ``today`` default: UTC's); returns its
     path, whether it changed and the release number."""
     date_entries(root, entries, today or datetime.now(UTC).date().isoformat())
@@ -352,7 +359,7 @@ def tag_name(entry: str, version: str) -> str:
     return f"{entry}/v{version}"
 
 
-def tag(root: Path, entries: dict[str, Entry]) -> tuple[list[str], str | None]:
+def tag(root: Path, entries: dict[str, Snapshot]) -> tuple[list[str], str | None]:
     """Tag HEAD with every entry version of the record that has no tag yet, when HEAD holds the record as it
     is in the working tree; returns the tags made and, when nothing could be tagged, why."""
     try:

@@ -62,14 +62,14 @@ def load(path: Path | None, explicit: bool = False) -> SiteProfile:
 
 def _page_sizes(path: Path, value: Any) -> tuple[int, ...]:
     """``page_sizes`` in KiB, read as a host inventory's page sizes are (``4K``, ``2M``, ``1G``)."""
-    from nfvcat.catalog.inventory import page_size_kb
+    from nfvcat.catalog.units import page_size_kib
 
     if value is None:
         return X86_64_PAGE_SIZES_KB
     try:
         if not isinstance(value, list) or not value:
             raise ValueError("must be a list of sizes such as [4K, 2M, 1G]")
-        return tuple(sorted({page_size_kb(v) for v in value}))
+        return tuple(sorted({page_size_kib(v, host=True) for v in value}))
     except ValueError as exc:
         raise UserError(f"site profile {path}: page_sizes: {exc}") from None
 

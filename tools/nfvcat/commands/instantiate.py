@@ -37,16 +37,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     tk.add_argument("--ext-net", action="append", default=[], type=options.parameter, metavar="CP=NETWORK",
                     help="network of an external CP (repeatable; default: the entry's ext_networks)")
     p.add_argument("--stack", help="stack name (default: the chain's name)")
-    options.add_environments(p, "environment file, or the name of one of the entry's examples (e.g. sriov)")
-    options.add_parameters(p)
     p.add_argument("--secrets", help="YAML file of secret parameters (never echoed)")
     p.add_argument("--day0", choices=["config-drive", "metadata"], default="config-drive",
                    help="day-0 delivery (sets use_config_drive when the template has it)")
-    options.add_timeout(p, 900, "the stack (or Tacker's LCM operation)")
-    p.add_argument("--ready-timeout", type=float, default=900, metavar="SECONDS",
-                   help="seconds to wait, after the stack, for each VNF's ready line in Nova's console log "
-                        "(default 900; 0: do not wait)")
-    options.add_checked(p)
+    options.add_stack_change(
+        p, environments="environment file, or the name of one of the entry's examples (e.g. sriov)",
+        waited="the stack (or Tacker's LCM operation)",
+        wait=("--ready-timeout", 900, "seconds to wait, after the stack, for each VNF's ready line in Nova's "
+              "console log (default 900; 0: do not wait)"))
     p.set_defaults(func=run)
 
 

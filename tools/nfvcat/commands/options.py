@@ -144,6 +144,19 @@ def add_checked(p: argparse.ArgumentParser, *, skippable: bool = True, columns: 
     add_host_access(p)
 
 
+def add_stack_change(p: argparse.ArgumentParser, *, environments: str, waited: str,
+                     wait: tuple[str, float, str]) -> None:
+    """What a command that creates or updates a stack from a catalog entry, then checks it, takes (instantiate,
+    upgrade): environments (``environments``: their help), parameters, ``--timeout`` for ``waited``, one wait of
+    its own after it (``wait``: the option, its default in seconds and its help) and ``add_checked``'s options."""
+    add_environments(p, environments)
+    add_parameters(p)
+    add_timeout(p, 900, waited)
+    option, default, help = wait
+    p.add_argument(option, type=float, default=default, metavar="SECONDS", help=help)
+    add_checked(p)
+
+
 def open_checked(args: argparse.Namespace) -> tuple[Any, Any]:
     """What ``add_checked``'s ``--inventory`` and ``--host-access`` name, opened: (inventory, host access)."""
     from nfvcat.catalog import inventory

@@ -46,13 +46,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--yes", action="store_true", help="do not ask before updating")
     p.add_argument("--map", action="append", default=[], type=options.parameter, metavar="OLD=NEW",
                    help="carry removed/renamed parameter OLD's value to NEW (OLD= drops it); repeatable")
-    options.add_environments(p, "environment file, or the name of one of the target entry's examples")
-    options.add_parameters(p)
-    options.add_timeout(p, 900, "the stack update")
-    p.add_argument("--stall", type=float, default=600, metavar="SECONDS",
-                   help="an update in progress with no new event for this long is taken as lost (heat-engine "
-                        "restarted) and sent again (default 600)")
-    options.add_checked(p)
+    options.add_stack_change(
+        p, environments="environment file, or the name of one of the target entry's examples",
+        waited="the stack update",
+        wait=("--stall", 600, "an update in progress with no new event for this long is taken as lost "
+              "(heat-engine restarted) and sent again (default 600)"))
     p.set_defaults(func=run)
 
 

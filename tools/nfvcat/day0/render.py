@@ -15,6 +15,7 @@ import hashlib
 import ipaddress
 import json
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -139,29 +140,14 @@ def render(vnf: str, environments: list[str] | None = None, parameters: dict[str
     _heat()
     from heat.common import exception
     from heat.engine import environment, function, stack, template
-    from heatclient.common import template_utils
 
-    try:
-        files, tpl = template_utils.get_template_contents(template_file=str(path))
-        _env_files, env = template_utils.process_multiple_environments_and_files(
-            env_paths=[str(e) for e in env_paths] or None)
-    except Exception as exc:
-        raise UserError(f"cannot read {path} with its files and environments: {exc}") from None
-    files = {u: b.decode() if isinstance(b, bytes) else b for u, b in files.items()}
+    files, tpl, env = _contents(path, env_paths)
     env_params = dict(env.get("parameters") or {})
     env_params.update(params)
     given_params = {**env_params, **facts}
     env["parameters"] = env_params
     resources = tpl.get("resources") or {}
-    servers = [n for n, r in resources.items()
-               if isinstance(r, dict) and r.get("type") == "OS::Nova::Server"
-               and "user_data" in (r.get("properties") or {})]
-    if server is None:
-        if len(servers) != 1:
-            raise UserError(f"{path}: {len(servers)} servers with user_data ({', '.join(servers)}); use --server")
-        server = servers[0]
-    elif server not in servers:
-        raise UserError(f"{path}: no server {server!r} with user_data (have: {', '.join(servers)})")
+    server = _server(path, resources, server)
     try:
         tmpl = template.Template(tpl, files=files, env=environment.Environment(env))
         stk = stack.Stack(_heat_state(), "nfvcat-day0", tmpl)
@@ -186,26 +172,7 @@ def render(vnf: str, environments: list[str] | None = None, parameters: dict[str
         # like Neutron's, two servers' MACs differ: the seed covers every parameter given
         seed = hashlib.sha256(json.dumps(given_params, sort_keys=True, default=str).encode()).hexdigest()[:16]
         props = resources[server].get("properties") or {}
-        ports: list[Port] = []
-        attrs: dict[str, Any] = {}
-        for item in props.get("networks") or []:
-            ref = item.get("port", {}).get("get_resource") if isinstance(item, dict) else None
-            body = resources.get(ref) if ref else None
-            if not isinstance(body, dict):
-                continue
-            pprops = body.get("properties") or {}
-            fixed = resolve(copy.deepcopy(pprops.get("fixed_ips"))) if pprops.get("fixed_ips") else None
-            ip = facts.get(f"{ref}.fixed_ips.0.ip_address") or facts.get(f"{ref}.ip")
-            if ip is None and isinstance(fixed, list) and fixed and isinstance(fixed[0], dict):
-                ip = fixed[0].get("ip_address") or None
-            mac = facts.get(f"{ref}.mac_address") or generated_mac(f"{stack_name}/{ref}/{seed}")
-            vnic = resolve(copy.deepcopy(pprops.get("binding:vnic_type", "normal"))) or "normal"
-            default_cidr = f"{ip}/24" if ip else "0.0.0.0/0"
-            ports.append(Port(str(ref), mac.lower(), ip, facts.get(f"{ref}.cidr", default_cidr),
-                              facts.get(f"{ref}.gateway"), str(vnic), int(facts.get(f"{ref}.mtu", 1500))))
-            attrs[f"{ref}.mac_address"] = mac.lower()
-            if ip:
-                attrs[f"{ref}.fixed_ips.0.ip_address"] = ip
+        ports, attrs = _ports(props, resources, facts, resolve, (stack_name, seed))
         attrs.update({k: v for k, v in facts.items() if k.rsplit(".", 1)[-1] not in ("cidr", "gateway", "mtu", "ip")})
         snippet = _replace_get_attr(copy.deepcopy(props["user_data"]), attrs, path.name)
         user_data = resolve(snippet)
@@ -217,6 +184,61 @@ def render(vnf: str, environments: list[str] | None = None, parameters: dict[str
     if not isinstance(user_data, str):
         raise UserError(f"{path.name}: user_data of {server} does not resolve to a string")
     return Day0(vnf=path.parent.name, server=server, user_data=user_data, ports=ports, parameters=values)
+
+
+def _contents(path: Path, env_paths: list[Path]) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """The template's files (text), the template and the merged environment, as heatclient reads them."""
+    from heatclient.common import template_utils
+
+    try:
+        files, tpl = template_utils.get_template_contents(template_file=str(path))
+        _env_files, env = template_utils.process_multiple_environments_and_files(
+            env_paths=[str(e) for e in env_paths] or None)
+    except Exception as exc:
+        raise UserError(f"cannot read {path} with its files and environments: {exc}") from None
+    return {u: b.decode() if isinstance(b, bytes) else b for u, b in files.items()}, tpl, env
+
+
+def _server(path: Path, resources: dict[str, Any], server: str | None) -> str:
+    """The server whose user data is rendered: ``server``, or the template's only one with user_data."""
+    servers = [n for n, r in resources.items()
+               if isinstance(r, dict) and r.get("type") == "OS::Nova::Server"
+               and "user_data" in (r.get("properties") or {})]
+    if server is None:
+        if len(servers) != 1:
+            raise UserError(f"{path}: {len(servers)} servers with user_data ({', '.join(servers)}); use --server")
+        return servers[0]
+    if server not in servers:
+        raise UserError(f"{path}: no server {server!r} with user_data (have: {', '.join(servers)})")
+    return server
+
+
+def _ports(props: dict[str, Any], resources: dict[str, Any], facts: dict[str, str], resolve: Callable[[Any], Any],
+           mac_seed: tuple[str, str]) -> tuple[list[Port], dict[str, Any]]:
+    """The server's ports (its ``networks`` of ``get_resource`` ports), and the attributes (MAC, first fixed IP)
+    its user data may ``get_attr``: from ``facts`` (``PORT.ATTR`` given with -P) or the template, a MAC
+    generated from ``mac_seed`` (the stack's name and the seed of the parameters given) where none is given."""
+    ports: list[Port] = []
+    attrs: dict[str, Any] = {}
+    for item in props.get("networks") or []:
+        ref = item.get("port", {}).get("get_resource") if isinstance(item, dict) else None
+        body = resources.get(ref) if ref else None
+        if not isinstance(body, dict):
+            continue
+        pprops = body.get("properties") or {}
+        fixed = resolve(copy.deepcopy(pprops.get("fixed_ips"))) if pprops.get("fixed_ips") else None
+        ip = facts.get(f"{ref}.fixed_ips.0.ip_address") or facts.get(f"{ref}.ip")
+        if ip is None and isinstance(fixed, list) and fixed and isinstance(fixed[0], dict):
+            ip = fixed[0].get("ip_address") or None
+        mac = facts.get(f"{ref}.mac_address") or generated_mac(f"{mac_seed[0]}/{ref}/{mac_seed[1]}")
+        vnic = resolve(copy.deepcopy(pprops.get("binding:vnic_type", "normal"))) or "normal"
+        default_cidr = f"{ip}/24" if ip else "0.0.0.0/0"
+        ports.append(Port(str(ref), mac.lower(), ip, facts.get(f"{ref}.cidr", default_cidr),
+                          facts.get(f"{ref}.gateway"), str(vnic), int(facts.get(f"{ref}.mtu", 1500))))
+        attrs[f"{ref}.mac_address"] = mac.lower()
+        if ip:
+            attrs[f"{ref}.fixed_ips.0.ip_address"] = ip
+    return ports, attrs
 
 
 def _params_used(props: dict[str, Any], resources: dict[str, Any], conditions: dict[str, Any]) -> set[str]:

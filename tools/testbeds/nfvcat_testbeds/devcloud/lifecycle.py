@@ -113,8 +113,59 @@ def _run(argv: list[str], what: str, env: dict[str, str] | None = None, timeout:
 
 
 def up(state: State, inv_path: Path | None, out: TextIO = sys.stderr, quiet: bool = False) -> dict[str, Any]:
+    """Start the dev cloud on the inventory ``inv_path`` (default: the dev cloud's), or find it up; what it is."""
     progress = Progress(out, quiet)
     state.ensure()
+    inv_file, inv, hosts = _inventory(state, inv_path)
+    first = not state.marker("bootstrap").exists()
+    shim.install()
+
+    real = [c for c in hosts if c.real]
+    why_no_dpdk = host.reserve_hugepages(state, guest_pages=realhost.GUEST_PAGES * len(real))
+    dpdk = why_no_dpdk is None
+    progress.say("OVS-DPDK: huge pages reserved" if dpdk else f"OVS-DPDK off ({why_no_dpdk}): plain userspace OVS")
+    _configure(state, inv, hosts)
+
+    infra = services.infra(state, dpdk)
+    everything = all_services(state, dpdk, inv_file)
+    if not first and all(procs.pid_of(state, s.name) for s in everything) and all(s.ready() for s in everything):
+        progress.say("already up")
+        real_host_flavor(state, real, accel.virt_type() if real else ("", ""), progress)
+        vim = register_vim(state, progress)
+        return {"already_up": True, **vim, "dpdk": dpdk, "seconds": time.monotonic() - progress.t0,
+                "hosts": [c.name for c in hosts], "tunnel_endpoints": {c.name: c.tunnel_ip for c in hosts}}
+
+    virt = accel.virt_type() if real else ("", "")
+    _host_networks(state, hosts, real, virt, progress)
+    start_all(state, infra[:3], progress)
+    bootstrap.databases(state)
+    start_all(state, infra[3:] + [s for c in hosts for s in services.switch(state, c)], progress)
+    if dpdk:
+        bootstrap.ovs_dpdk(state)
+    bootstrap.bridges(state, hosts)
+    progress.say("ovs bridges ready")
+    _db_syncs(state, progress)
+
+    start_all(state, [services.keystone(state)], progress)
+    if not state.marker("bootstrap").exists():
+        bootstrap.identity(state)
+        state.marker("bootstrap").touch()
+    bootstrap.catalog(state)
+    progress.say("keystone catalog, service users and roles ready")
+    bootstrap.clouds_yaml(state)
+
+    start_all(state, apis_all(state), progress)
+    _computes(state, hosts, inv_file, progress)
+    real_hosts = real_host_flavor(state, real, virt, progress)
+    vim = register_vim(state, progress)
+    return {"already_up": False, **vim, "dpdk": dpdk, "first_start": first, "seconds": time.monotonic() - progress.t0,
+            "hosts": [c.name for c in hosts], "tunnel_endpoints": {c.name: c.tunnel_ip for c in hosts},
+            "inventory": str(inv_file), "real_hosts": real_hosts}
+
+
+def _inventory(state: State, inv_path: Path | None) -> tuple[Path, inventory_mod.Inventory, list[computes.Compute]]:
+    """The inventory ``up`` runs on, copied into the state directory (its path there, the inventory, its hosts);
+    refused while the dev cloud runs compute services of another inventory."""
     inv_file = (inv_path or DEFAULT_INVENTORY).resolve()
     inv = inventory_mod.load(str(inv_file))
     hosts = computes.site_layout(inv)
@@ -127,16 +178,11 @@ def up(state: State, inv_path: Path | None, out: TextIO = sys.stderr, quiet: boo
     copy = state.inventory
     if inv_file != copy.resolve():
         shutil.copyfile(inv_file, copy)
-    inv_file = copy
-    first = not state.marker("bootstrap").exists()
-    shim.install()
+    return copy, inv, hosts
 
-    real = [c for c in hosts if c.real]
-    why_no_dpdk = host.reserve_hugepages(state, guest_pages=realhost.GUEST_PAGES * len(real))
-    dpdk = why_no_dpdk is None
-    progress.say("OVS-DPDK: huge pages reserved" if dpdk else f"OVS-DPDK off ({why_no_dpdk}): plain userspace OVS")
 
-    # configuration, always rewritten
+def _configure(state: State, inv: inventory_mod.Inventory, hosts: list[computes.Compute]) -> None:
+    """Every service's configuration (always rewritten), the infrastructure's files and the switches' databases."""
     configs.keystone(state)
     configs.glance(state)
     configs.placement(state)
@@ -147,16 +193,11 @@ def up(state: State, inv_path: Path | None, out: TextIO = sys.stderr, quiet: boo
     bootstrap.prepare_infra(state)
     bootstrap.ovs_databases(hosts, state)
 
-    infra = services.infra(state, dpdk)
-    everything = all_services(state, dpdk, inv_file)
-    if not first and all(procs.pid_of(state, s.name) for s in everything) and all(s.ready() for s in everything):
-        progress.say("already up")
-        real_host_flavor(state, real, accel.virt_type() if real else ("", ""), progress)
-        vim = register_vim(state, progress)
-        return {"already_up": True, **vim, "dpdk": dpdk, "seconds": time.monotonic() - progress.t0,
-                "hosts": [c.name for c in hosts], "tunnel_endpoints": {c.name: c.tunnel_ip for c in hosts}}
 
-    virt = accel.virt_type() if real else ("", "")
+def _host_networks(state: State, hosts: list[computes.Compute], real: list[computes.Compute],
+                   virt: tuple[str, str], progress: Progress) -> None:
+    """The underlay's segments, each host's namespace (made anew when a dev cloud left it), DHCP namespaces
+    whose port is gone removed, and the real hosts' libvirt configuration."""
     hostnet.ensure_segments(physnets(hosts))
     for c in hosts:
         if hostnet.ensure_host(c.netns, c.position, c.spec.ovs_physnets):
@@ -172,14 +213,10 @@ def up(state: State, inv_path: Path | None, out: TextIO = sys.stderr, quiet: boo
         shared, dedicated = realhost.cpu_sets()
         progress.say(f"{c.name}: this machine under libvirt, virt_type {virt[0]} ({virt[1]}); CPUs shared "
                      f"{shared}, dedicated {dedicated}")
-    start_all(state, infra[:3], progress)
-    bootstrap.databases(state)
-    start_all(state, infra[3:] + [s for c in hosts for s in services.switch(state, c)], progress)
-    if dpdk:
-        bootstrap.ovs_dpdk(state)
-    bootstrap.bridges(state, hosts)
-    progress.say("ovs bridges ready")
 
+
+def _db_syncs(state: State, progress: Progress) -> None:
+    """Each service's database schema, once (a marker per service), the services in parallel."""
     syncs = {name: steps for name, steps in {**bootstrap.db_syncs(state), "tacker": tacker.db_sync(state)}.items()
              if not state.marker(f"dbsync-{name}").exists()}
     if syncs:
@@ -190,36 +227,22 @@ def up(state: State, inv_path: Path | None, out: TextIO = sys.stderr, quiet: boo
                 state.marker(f"dbsync-{futures[fut]}").touch()
                 progress.say(f"{futures[fut] + ' db sync':28} done")
 
-    start_all(state, [services.keystone(state)], progress)
-    if not state.marker("bootstrap").exists():
-        bootstrap.identity(state)
-        state.marker("bootstrap").touch()
-    bootstrap.catalog(state)
-    progress.say("keystone catalog, service users and roles ready")
-    bootstrap.clouds_yaml(state)
 
-    start_all(state, apis_all(state), progress)
+def _computes(state: State, hosts: list[computes.Compute], inv_file: Path, progress: Progress) -> None:
+    """Each host's hypervisor and nova-compute, waited for; the host aggregates and the quotas."""
     # nova-compute refuses to start again without the node identity it had: keep it stable, from the host name
     from nfvcat_testbeds.devcloud.fakevirt import node_uuid
 
     for c in hosts:
         c.state_path(state).mkdir(parents=True, exist_ok=True)
         (c.state_path(state) / "compute_id").write_text(node_uuid(c.name) + "\n")
-    per_host: dict[str, float] = {}
     for c in hosts:
-        t = time.monotonic()
         start_all(state, services.hypervisor(state, c), progress)
         start_all(state, services.compute(state, c, inv_file), progress)
-        per_host[c.name] = time.monotonic() - t
     bootstrap.wait_computes(state, hosts, progress.say)
     bootstrap.aggregates(state, hosts)
     bootstrap.quotas(state)
     progress.say("host aggregates: " + "; ".join(f"{c.name} {c.spec.aggregate_metadata}" for c in hosts))
-    real_hosts = real_host_flavor(state, real, virt, progress)
-    vim = register_vim(state, progress)
-    return {"already_up": False, **vim, "dpdk": dpdk, "first_start": first, "seconds": time.monotonic() - progress.t0,
-            "hosts": [c.name for c in hosts], "tunnel_endpoints": {c.name: c.tunnel_ip for c in hosts},
-            "inventory": str(inv_file), "real_hosts": real_hosts}
 
 
 def physnets(hosts: list[computes.Compute]) -> list[str]:

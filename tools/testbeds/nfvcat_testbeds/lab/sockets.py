@@ -1,13 +1,16 @@
 """Probe traffic run inside a lab namespace (the day-0 lab's or a cloud test endpoint's): raw Ethernet frames
 (AF_PACKET), UDP datagrams, TCP connects, a UDP/TCP listener that logs what arrives, and a UDP receiver that
-reports each datagram's IP TOS byte (DSCP marking). Each runs as a small Python program in the namespace."""
+reports each datagram's IP TOS byte (DSCP marking) or one-way delay (latency probes). Each runs as a small
+Python program in the namespace."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from nfvcat_testbeds.lab.netns import Lab, run
@@ -71,23 +74,74 @@ for _ in range(int(sys.argv[5])):
     s.sendto(sys.argv[3].encode(), (sys.argv[1], int(sys.argv[2])))
 """
 
-TOS_RX = r"""
-import json, socket, sys, time
+UDP_RX = r"""
+import json, socket, struct, sys, time
+what = sys.argv[5]
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-s.setsockopt(socket.IPPROTO_IP, socket.IP_RECVTOS, 1)
+TS = getattr(socket, "SO_TIMESTAMPNS", 35)  # Linux SO_TIMESTAMPNS_OLD
+if what == "tos":
+    s.setsockopt(socket.IPPROTO_IP, socket.IP_RECVTOS, 1)
+else:
+    s.setsockopt(socket.SOL_SOCKET, TS, 1)
 s.bind((sys.argv[1], int(sys.argv[2])))
 count, deadline = int(sys.argv[3]), time.monotonic() + float(sys.argv[4])
 print("ready", flush=True)
-tos = []
-while len(tos) < count and time.monotonic() < deadline:
+got = {}
+while len(got) < count and time.monotonic() < deadline:
     s.settimeout(max(0.01, deadline - time.monotonic()))
     try:
-        _, anc, _, _ = s.recvmsg(2048, 64)
+        data, anc, _, _ = s.recvmsg(2048, 64)
     except socket.timeout:
         break
-    tos += [d[0] for lvl, typ, d in anc if lvl == socket.IPPROTO_IP and typ == socket.IP_TOS][:1]
-print(json.dumps(tos), flush=True)
+    if what == "tos":
+        tos = [d[0] for lvl, typ, d in anc if lvl == socket.IPPROTO_IP and typ == socket.IP_TOS][:1]
+        if tos:
+            got[len(got)] = tos[0]
+        continue
+    seq, sent_ns = struct.unpack("!QQ", data[:16])
+    rx = next((struct.unpack("qq", d[:16]) for lvl, typ, d in anc if typ == TS), None)
+    rx_ns = rx[0] * 1_000_000_000 + rx[1] if rx else time.time_ns()
+    got[seq] = rx_ns - sent_ns
+print(json.dumps(list(got.values())), flush=True)
 """
+RECEIVES = {"tos": "TOS", "latency": "latency"}  # what UDP_RX reports of each datagram, and its name in errors
+
+
+def receiver_command(ns: str | None, ip: str, port: int, count: int, seconds: float, what: str) -> list[str]:
+    """The command line of UDP_RX in namespace ``ns`` (None: here): ``count`` datagrams to ``ip``:``port`` or
+    ``seconds``; it prints ``ready``, then one JSON list, each datagram's IP TOS byte (``what`` ``tos``, from
+    IP_RECVTOS) or one-way delay in ns (``latency``: a probe's ``!QQ`` sequence number and send time against
+    the kernel's receive time, SO_TIMESTAMPNS), a datagram lost missing."""
+    here = [sys.executable, "-c", UDP_RX, ip, str(port), str(count), str(seconds), what]
+    return here if ns is None else ["ip", "netns", "exec", ns, *here]
+
+
+@contextlib.contextmanager
+def udp_receiver(ns: str | None, ip: str, port: int, count: int, seconds: float,
+                 what: str) -> Iterator[Callable[[float], list[int]]]:
+    """UDP_RX running (see ``receiver_command``) and ready; gives the call that waits at most its argument in
+    seconds for the result. Stopped on the way out, whatever happened."""
+    name = RECEIVES[what]
+    rx = subprocess.Popen(receiver_command(ns, ip, port, count, seconds, what), stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True)
+
+    def result(timeout: float) -> list[int]:
+        out, err = rx.communicate(timeout=timeout)
+        lines = [line for line in out.splitlines() if line.startswith("[")]
+        if not lines:
+            raise RuntimeError(f"{name} receiver gave no result: {err.strip()[-300:]}")
+        return [int(v) for v in json.loads(lines[-1])]
+
+    try:
+        assert rx.stdout is not None
+        if rx.stdout.readline().strip() != "ready":
+            where = f" in {ns}" if ns else ""
+            raise RuntimeError(f"{name} receiver did not start{where}: {rx.stderr.read() if rx.stderr else ''}")
+        yield result
+    finally:
+        if rx.poll() is None:
+            rx.kill()
+            rx.wait()
 
 
 def send_frames(lab: Lab, ns: str, ifname: str, frames: list[bytes]) -> None:
@@ -126,19 +180,6 @@ def tos_seen(lab: Lab, rx_ns: str, rx_ip: str, tx_ns: str, port: int, count: int
              wait: float = 5.0) -> list[int]:
     """The IP TOS byte of each of ``count`` UDP datagrams sent from ``tx_ns`` to ``rx_ip``:``port`` as the
     receiver's socket got them (IP_RECVTOS); the DSCP is the top six bits. Datagrams lost are missing."""
-    rx = subprocess.Popen(["ip", "netns", "exec", rx_ns, sys.executable, "-c", TOS_RX, rx_ip, str(port), str(count),
-                           str(wait)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        assert rx.stdout is not None
-        if rx.stdout.readline().strip() != "ready":
-            raise RuntimeError(f"TOS receiver did not start in {rx_ns}: {rx.stderr.read() if rx.stderr else ''}")
+    with udp_receiver(rx_ns, rx_ip, port, count, wait, "tos") as result:
         udp_send(lab, tx_ns, rx_ip, port, "nfvcat-dscp-probe", count=count)
-        out, err = rx.communicate(timeout=wait + 30)
-    finally:
-        if rx.poll() is None:
-            rx.kill()
-            rx.wait()
-    lines = [line for line in out.splitlines() if line.startswith("[")]
-    if not lines:
-        raise RuntimeError(f"TOS receiver gave no result: {err.strip()[-300:]}")
-    return [int(t) for t in json.loads(lines[-1])]
+        return result(wait + 30)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from nfvcat_testbeds.lab import frames
+from nfvcat_testbeds.lab import frames, sockets
 from nfvcat_testbeds.lab.netns import Lab, run
 
 LOAD_PORT, PROBE_PORT = 5001, 5002
@@ -215,28 +215,6 @@ def settled(sink: Sink, limit: float = DRAIN_LIMIT, proto: str = "udp") -> int:
     return last
 
 
-PROBE_RX = r"""
-import json, socket, struct, sys, time
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-TS = getattr(socket, "SO_TIMESTAMPNS", 35)  # Linux SO_TIMESTAMPNS_OLD
-s.setsockopt(socket.SOL_SOCKET, TS, 1)
-s.bind((sys.argv[1], int(sys.argv[2])))
-count, deadline = int(sys.argv[3]), time.monotonic() + float(sys.argv[4])
-print("ready", flush=True)
-got = {}
-while len(got) < count and time.monotonic() < deadline:
-    s.settimeout(max(0.01, deadline - time.monotonic()))
-    try:
-        data, anc, _, _ = s.recvmsg(2048, 64)
-    except socket.timeout:
-        break
-    seq, sent_ns = struct.unpack("!QQ", data[:16])
-    rx = next((struct.unpack("qq", d[:16]) for lvl, typ, d in anc if typ == TS), None)
-    rx_ns = rx[0] * 1_000_000_000 + rx[1] if rx else time.time_ns()
-    got[seq] = rx_ns - sent_ns
-print(json.dumps(list(got.values())), flush=True)
-"""
-
 PROBE_TX = r"""
 import socket, struct, sys, time
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -271,29 +249,18 @@ def latency(gen: Generator, lab: Lab, frame: str, load_pps: float, probes: int, 
     """``probes`` one-way probes every ``gap`` seconds while trafgen offers ``load_pps`` of ``frame``."""
     ep = gen.ep
     seconds = probes * gap + 1.5
-    rx = subprocess.Popen(["ip", "netns", "exec", ep.dst_ns, sys.executable, "-c", PROBE_RX, ep.dst_ip,
-                           str(PROBE_PORT), str(probes), str(seconds + 5)],
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    load = None
-    try:
-        assert rx.stdout is not None
-        if rx.stdout.readline().strip() != "ready":
-            raise RuntimeError(f"latency receiver did not start: {rx.stderr.read() if rx.stderr else ''}")
-        if load_pps > 0:
-            load = gen.start(frame, load_pps, seconds, workdir / "latency-load.log")
-            time.sleep(0.3)
-        run(["ip", "netns", "exec", ep.src_ns, sys.executable, "-c", PROBE_TX, ep.dst_ip, str(PROBE_PORT),
-             str(probes), str(gap)], timeout=seconds + 30)
-        out, err = rx.communicate(timeout=seconds + 30)
-    finally:
-        if rx.poll() is None:
-            rx.kill()
-            rx.wait()
-        if load is not None:
-            lab.stop(load)
-            lab.procs.remove(load)
-    lines = [line for line in out.splitlines() if line.startswith("[")]
-    if not lines:
-        raise RuntimeError(f"latency receiver gave no result: {err.strip()[-300:]}")
-    samples = [ns / 1000 for ns in json.loads(lines[-1])]
+    with sockets.udp_receiver(ep.dst_ns, ep.dst_ip, PROBE_PORT, probes, seconds + 5, "latency") as result:
+        load = None
+        try:
+            if load_pps > 0:
+                load = gen.start(frame, load_pps, seconds, workdir / "latency-load.log")
+                time.sleep(0.3)
+            run(["ip", "netns", "exec", ep.src_ns, sys.executable, "-c", PROBE_TX, ep.dst_ip, str(PROBE_PORT),
+                 str(probes), str(gap)], timeout=seconds + 30)
+            delays = result(seconds + 30)
+        finally:
+            if load is not None:
+                lab.stop(load)
+                lab.procs.remove(load)
+    samples = [ns / 1000 for ns in delays]
     return Latency(probes, len(samples), load_pps, samples)

@@ -1,3 +1,5 @@
+"""E6001: cloud-config rejected by cloud-init's schema."""
+
 from __future__ import annotations
 
 from collections.abc import Iterator

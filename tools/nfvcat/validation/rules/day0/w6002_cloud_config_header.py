@@ -1,3 +1,5 @@
+"""W6002: cloud-config without its #cloud-config header."""
+
 from __future__ import annotations
 
 from collections.abc import Iterator

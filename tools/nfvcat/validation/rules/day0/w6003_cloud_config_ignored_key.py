@@ -1,3 +1,5 @@
+"""W6003: cloud-config key cloud-init ignores (a misspelt module key)."""
+
 from __future__ import annotations
 
 from collections.abc import Iterator

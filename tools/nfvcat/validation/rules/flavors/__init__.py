@@ -1,1 +1,1 @@
-
+"""2xxx: flavors and their EPA extra specs."""

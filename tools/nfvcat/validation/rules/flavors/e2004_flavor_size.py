@@ -1,3 +1,5 @@
+"""E2004: flavor vcpus or ram not a positive integer."""
+
 from __future__ import annotations
 
 from collections.abc import Iterator

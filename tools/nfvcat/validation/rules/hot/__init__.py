@@ -1,1 +1,1 @@
-
+"""1xxx: Heat Orchestration Templates."""

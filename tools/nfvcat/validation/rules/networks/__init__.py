@@ -1,1 +1,1 @@
-
+"""3xxx: provider networks and ports (VLAN ids, SR-IOV, vhost-user)."""

@@ -1,3 +1,5 @@
+"""E3001: VLAN segmentation id outside 1-4094."""
+
 from __future__ import annotations
 
 from collections.abc import Iterator

@@ -1,3 +1,5 @@
+"""E3002: SR-IOV port on a network that is not vlan or flat."""
+
 from __future__ import annotations
 
 from collections.abc import Iterator

@@ -1,3 +1,5 @@
+"""E3003: vhost-user port without a huge-page flavor."""
+
 from __future__ import annotations
 
 from collections.abc import Iterator

@@ -1,3 +1,5 @@
+"""W3004: server with SR-IOV ports and no config drive."""
+
 from __future__ import annotations
 
 from collections.abc import Iterator

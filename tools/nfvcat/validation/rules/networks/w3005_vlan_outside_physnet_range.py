@@ -1,3 +1,5 @@
+"""W3005: VLAN id outside the physnet's range in the site profile, or unknown physnet."""
+
 from __future__ import annotations
 
 from collections.abc import Iterator

@@ -1,3 +1,5 @@
+"""E0004: a file over its size limit; for templates, Heat's max_template_size too."""
+
 from __future__ import annotations
 
 from collections.abc import Iterator

@@ -1,3 +1,5 @@
+"""E0010: catalog entry metadata does not match its schema."""
+
 from __future__ import annotations
 
 from collections.abc import Iterator

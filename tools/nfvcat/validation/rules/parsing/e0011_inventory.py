@@ -1,3 +1,5 @@
+"""E0011: host inventory does not match its schema."""
+
 from __future__ import annotations
 
 from collections.abc import Iterator

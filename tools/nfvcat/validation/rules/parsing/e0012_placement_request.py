@@ -1,3 +1,5 @@
+"""E0012: placement request cannot be read."""
+
 from __future__ import annotations
 
 from collections.abc import Iterator

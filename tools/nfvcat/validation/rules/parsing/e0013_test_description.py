@@ -1,3 +1,5 @@
+"""E0013: Test Description File does not match its schema."""
+
 from __future__ import annotations
 
 from collections.abc import Iterator
