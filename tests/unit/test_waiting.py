@@ -18,10 +18,10 @@ from nfvcat.core.errors import EXIT_ENGINE
 from tests.conftest import ROOT
 from tests.unit.cloudfake import HEAT, cloud  # noqa: F401 (the fake's fixture)
 
-PACKAGE = ROOT / "tools" / "nfvcat"
-DEVCLOUD = ROOT / "tools" / "testbeds" / "nfvcat_testbeds" / "devcloud"
-WAITERS = [*sorted((PACKAGE / "cloud").glob("*.py")), DEVCLOUD / "bootstrap.py", DEVCLOUD / "lifecycle.py",
-           PACKAGE / "validation" / "client.py"]
+PACKAGE = ROOT / "tools"
+DEVCLOUD = PACKAGE / "testbeds" / "nfvcat_testbeds" / "devcloud"
+WAITERS = [*sorted((PACKAGE / "nfvcat" / "cloud").glob("*.py")), DEVCLOUD / "bootstrap.py", DEVCLOUD / "lifecycle.py",
+           PACKAGE / "nfvcat" / "validation" / "client.py"]
 
 
 def test_polls_back_off_until_done() -> None:
