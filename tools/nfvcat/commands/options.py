@@ -105,6 +105,28 @@ def add_no_server(p: argparse.ArgumentParser, help: str) -> None:
     p.add_argument("--no-server", action="store_true", help=help)
 
 
+def size(value: str) -> int:
+    """A size in bytes, or with a k/M/G suffix (1024-based)."""
+    from nfvcat.core.confine import parse_size
+
+    try:
+        return parse_size(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a size in bytes (or with k, M, G), got {value!r}") from None
+
+
+def add_confinement(p: argparse.ArgumentParser) -> None:
+    """``--allow-root DIR`` (repeatable) and ``--max-file-size SIZE``: what a validation may read
+    (nfvcat.core.confine; also ``allow_roots`` and ``max_file_size`` in .nfvcat.yaml)."""
+    p.add_argument("--allow-root", action="append", default=[], metavar="DIR",
+                   help="a directory outside the project that templates may reference (get_file, nested templates, "
+                        "resource_registry; repeatable). By default only files whose real path is under the project "
+                        "(the nearest directory with .nfvcat.yaml or .git), the catalog or the paths given are read")
+    p.add_argument("--max-file-size", type=size, default=None, metavar="SIZE",
+                   help="the largest file read, in bytes or with k/M/G (default $NFVCAT_MAX_FILE_SIZE, else "
+                        "max_file_size in .nfvcat.yaml, else 8M)")
+
+
 def add_sign(p: argparse.ArgumentParser) -> None:
     """``--sign-key`` and ``--sign-cert``: sign VNF packages' manifests (CMS, SOL004)."""
     p.add_argument("--sign-key", metavar="KEY", help="PEM private key: sign the manifest with CMS (SOL004)")

@@ -60,6 +60,7 @@ def _arguments(p: argparse.ArgumentParser) -> None:
                         "nested templates, get_file and examples are PATH's")
     p.add_argument("--trust-ca", metavar="FILE",
                    help="PEM CA certificate(s) a signed package's certificate must chain to (E4006)")
+    options.add_confinement(p)
 
 
 def _call(args: argparse.Namespace) -> dict[str, Any]:

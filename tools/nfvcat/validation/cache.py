@@ -13,7 +13,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from nfvcat.core import filesig
+from nfvcat.core import confine, filesig
 from nfvcat.core.dirs import cache_base
 
 ENGINE_PACKAGES = {
@@ -41,9 +41,9 @@ def file_hash(path: str) -> str | None:
         hit = _HASHES.get(key)
         if hit is not None and hit[0] == signature:
             return hit[1]
-        with open(key, "rb") as f:
-            digest = hashlib.sha256(f.read()).hexdigest()
-    except OSError:
+        digest = hashlib.sha256(confine.read_bytes(key, policy=confine.Policy(max_bytes=confine.current().max_bytes))
+                                ).hexdigest()
+    except OSError:  # confine.Refused among them: a FIFO, a device, too large
         return None
     _HASHES.pop(key, None)
     if signature is not None:
