@@ -155,3 +155,31 @@ def test_inputs_that_are_no_regular_file_are_one_finding_each_and_the_server_goe
         assert (code, found) == (0, []), what
         print(f"{what}: next validation {after:.2f} s (normal {normal:.2f} s)")
     assert server.status() is not None, "the same server answered throughout"
+
+
+BAD = HOT + "  n: {type: OS::Neutron::Nett}\n"
+
+
+@pytest.mark.parametrize("served", [False, True], ids=["in-process", "server"])
+def test_standard_input_and_process_substitution_are_read_as_a_shell_user_expects(
+        tmp_path: Path, served: bool, server: Server) -> None:  # noqa: F811
+    """``-`` is standard input and ``<(cmd)`` a pipe the command itself reads (the server could not), bounded."""
+    (tmp_path / "bad.yaml").write_text(BAD)
+    env = {**server.env, "NFVCAT_NO_SERVER": "0" if served else "1", "NFVCAT": " ".join(_nfvcat_words())}
+    script = '$NFVCAT validate --format json - <(cat bad.yaml) < bad.yaml'
+    proc = subprocess.run(["bash", "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, **env})
+    code, found = _ids(proc)
+    assert (code, found) == (2, ["E1001", "E1001"]), proc.stdout
+    files = sorted(f["file"] for f in json.loads(proc.stdout)["findings"])
+    assert files[0] == "-" and files[1].startswith("/dev/fd/"), files
+    big = subprocess.run(["bash", "-c", '$NFVCAT validate --max-file-size 1k <(head -c 5000 /dev/zero)'],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=300, env={**os.environ, **env})
+    assert big.returncode == 1 and "larger than the 1024 byte limit" in big.stderr, big.stderr
+    assert "Traceback" not in big.stderr
+
+
+def _nfvcat_words() -> list[str]:
+    from tests.conftest import NFVCAT
+
+    return [str(w) for w in NFVCAT]

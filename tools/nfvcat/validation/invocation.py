@@ -47,6 +47,8 @@ def prepare(args: dict[str, Any]) -> Invocation:
             raise UserError("--stdin-filename validates standard input as that file: give no PATH", EXIT_USAGE)
         overlays[os.path.abspath(args["stdin_filename"])] = str(args.get("stdin") or "")
         paths = [str(args["stdin_filename"])]
+    for name, text in (args.get("buffers") or {}).items():  # '-', <(cmd): read by the command
+        overlays[os.path.abspath(name)] = str(text)
     proj = project.load()
     options = Options(environments=list(args.get("environment") or []),
                       parameters={str(k): str(v) for k, v in args.get("parameter") or []},

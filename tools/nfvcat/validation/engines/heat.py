@@ -48,7 +48,9 @@ def check(job: Job) -> Result:
     from heatclient.common import template_utils
 
     path = job["file"]
-    STATE["overlay"] = dict(job.get("overlay") or {})
+    overlay = dict(job.get("overlay") or {})
+    # heatclient resolves a template's path (a buffer named /dev/fd/63, a shell's <(cmd), to /proc/PID/fd/63)
+    STATE["overlay"] = {**{os.path.realpath(k): v for k, v in overlay.items()}, **overlay}
     STATE["policy"] = confine.Policy.from_json(job.get("confine"))
     STATE["handed_over"] = {one["text"]: one["data"] for one in job.get("parsed") or []}
     deps: dict[str, None] = {}
