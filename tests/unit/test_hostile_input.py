@@ -183,3 +183,29 @@ def _nfvcat_words() -> list[str]:
     from tests.conftest import NFVCAT
 
     return [str(w) for w in NFVCAT]
+
+
+def test_a_long_request_holds_up_no_other_and_one_past_its_deadline_is_exit_3(tmp_path: Path,
+                                                                            server: Server) -> None:  # noqa: F811
+    """No lock is held across a request: while the whole catalog is validated (--no-cache: every engine job
+    runs), a validation answered from the cache comes back first; a request past its deadline
+    (NFVCAT_REQUEST_TIMEOUT) is exit 3 with a message, and the same server answers the next one."""
+    good = tmp_path / "good.yaml"
+    good.write_text(HOT + "  net:\n    type: OS::Neutron::Net\n")
+    assert server.validate(str(good)) == (0, [])
+    pid = server.status()["pid"]  # type: ignore[index]
+    long = subprocess.Popen([*_nfvcat_words(), "validate", "--no-cache", "--format", "json"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, **server.env})
+    try:
+        time.sleep(1)  # the long one is in the server
+        assert server.validate(str(good)) == (0, [])
+        assert long.poll() is None, "the short request came back while the long one was still being worked on"
+    finally:
+        _out, err = long.communicate(timeout=600)
+    assert long.returncode in (0, 2), err
+    late = server.run("validate", "--no-cache", env={"NFVCAT_REQUEST_TIMEOUT": "0.5"})
+    assert late.returncode == 3 and "deadline of 0.5 s" in late.stderr, late.stderr
+    assert "Traceback" not in late.stderr
+    assert server.validate(str(good)) == (0, [])
+    assert server.status()["pid"] == pid  # type: ignore[index]

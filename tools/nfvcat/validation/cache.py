@@ -6,6 +6,7 @@ had: the key covers the job and the files named in it, ``deps`` covers what the 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -49,7 +50,8 @@ def file_hash(path: str) -> str | None:
     if signature is not None:
         _HASHES[key] = (signature, digest)
         if len(_HASHES) > _HASHES_MAX:
-            del _HASHES[next(iter(_HASHES))]
+            with contextlib.suppress(KeyError, RuntimeError, StopIteration):  # another request's thread took it
+                del _HASHES[next(iter(_HASHES))]
     return digest
 
 

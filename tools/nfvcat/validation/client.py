@@ -103,7 +103,7 @@ def run_command_line(argv: list[str], command: str = "validate") -> tuple[int, s
     if any(read_by_command(a) for a in argv):
         return None  # standard input or a pipe: the command reads it and sends it as a buffer (``run``)
     message: dict[str, Any] = {"op": "run", "cwd": os.getcwd(), "argv": list(argv), "caller": wire.caller(),
-                               "command": command}
+                               "command": command, "deadline": wire.deadline()}
     reply = wire.request(message, wire.engine_timeout() + 60)
     if reply is not None and reply.get("needs") == "stdin":  # --stdin-filename: the buffer it names
         import io
@@ -149,7 +149,7 @@ def _exchange(message: dict[str, Any], site: Callable[[], str | None]) -> dict[s
     """The server's answer to a validation request (with this process's settings), starting or restarting the
     server as needed (``site``: the site profile a server started for it is given); None when none answers
     or it refused or failed (the caller then validates in-process). A user error is raised here."""
-    message = {**message, "caller": wire.caller()}
+    message = {**message, "caller": wire.caller(), "deadline": wire.deadline()}
     for _attempt in range(3):
         reply = wire.request(message, wire.engine_timeout() + 60)
         if reply is None or "restart" in reply:  # none runs, it died, or it is not this nfvcat's

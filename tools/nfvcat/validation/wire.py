@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 # Settings that change how the client or the server behave, not what a validation finds.
-IGNORED_SETTINGS = frozenset({"NFVCAT_NO_SERVER", "NFVCAT_SERVER_IDLE", "NFVCAT_DEBUG"})
+IGNORED_SETTINGS = frozenset({"NFVCAT_NO_SERVER", "NFVCAT_SERVER_IDLE", "NFVCAT_DEBUG", "NFVCAT_REQUEST_TIMEOUT"})
 
 
 MAX_REQUEST = 64 * 1024 * 1024  # a request or answer line: eight times the default file size cap (8 MiB)
@@ -47,6 +47,16 @@ def max_request() -> int:
 def engine_timeout() -> float:
     """How long an engine may take over one request (``NFVCAT_ENGINE_TIMEOUT``, seconds)."""
     return float(os.environ.get("NFVCAT_ENGINE_TIMEOUT", "900"))
+
+
+def deadline() -> float:
+    """How long the engine server works on one request before it answers that it could not finish
+    (exit 3): ``NFVCAT_REQUEST_TIMEOUT`` seconds, else the engine timeout and 30 s (a worker that hangs is
+    reported by its own timeout, E0009, first; the client waits 60 s more than the engines)."""
+    try:
+        return float(os.environ.get("NFVCAT_REQUEST_TIMEOUT", "") or engine_timeout() + 30)
+    except ValueError:
+        return engine_timeout() + 30
 
 
 def server_dir() -> Path:
