@@ -150,9 +150,21 @@ def add_via(p: argparse.ArgumentParser, *choices: str) -> None:
                         "templates; tacker = Tacker's v2 VNF LCM with the onboarded VNF package")
 
 
-def add_timeout(p: argparse.ArgumentParser, default: float, what: str) -> None:
-    """``--timeout``: how long a lifecycle command waits for what it started."""
-    p.add_argument("--timeout", type=float, default=default, help=f"seconds to wait for {what} (default {default:g})")
+def add_timeout(p: argparse.ArgumentParser, default: float | None, what: str) -> None:
+    """``--timeout``: how long a command that talks to a cloud waits for ``what`` (a lifecycle command: what it
+    started; a reading one, ``default`` None: the cloud's answers); no request to the cloud waits longer
+    (``cloud_connection``)."""
+    shown = f"default {default:g}" if default else "default: --api-timeout"
+    p.add_argument("--timeout", type=float, default=default, metavar="SECONDS",
+                   help=f"seconds to wait for {what} ({shown}); no request to the cloud waits longer")
+
+
+def cloud_connection(args: argparse.Namespace) -> Any:
+    """The connection to the cloud ``add_cloud``'s options name, each request bounded by --api-timeout and
+    --timeout, saying on standard error what it waits for (``progress``)."""
+    from nfvcat.cloud.connect import connect
+
+    return connect(args.os_cloud, args.api_timeout, getattr(args, "timeout", None), progress(args))
 
 
 def add_checked(p: argparse.ArgumentParser, *, skippable: bool = True, columns: bool = False) -> None:
@@ -178,15 +190,20 @@ def progress(args: argparse.Namespace) -> Callable[[str], None]:
     """Where a lifecycle command says what it is waiting for: standard error, and only with ``--format text``
     (JSON output stays one document on standard output)."""
     def say(text: str) -> None:
-        if args.format == "text":
+        if getattr(args, "format", "text") == "text":
             print(text, file=sys.stderr, flush=True)
     return say
 
 
 def add_cloud(p: argparse.ArgumentParser) -> None:
+    """``--os-cloud`` and ``--api-timeout``: which cloud, and how long one request to it may take."""
     p.add_argument("--os-cloud", default=None, metavar="NAME",
                    help="clouds.yaml entry (default: $OS_CLOUD, else a sourced openrc's OS_* variables, else the "
                         "only cloud of clouds.yaml: openstacksdk's order)")
+    p.add_argument("--api-timeout", type=float, default=None, metavar="SECONDS",
+                   help="seconds one request to the cloud may take before the command gives up, exit 3 naming the "
+                        "endpoint (default: openstacksdk's api_timeout of the cloud, from clouds.yaml or "
+                        "$OS_API_TIMEOUT, else 60)")
 
 
 def add_inventory(p: argparse.ArgumentParser) -> None:
