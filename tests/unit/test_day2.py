@@ -128,7 +128,7 @@ def heat(repo: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
     with requests_mock.Mocker() as m:
         _discovery(m)
         conn = connection()
-        monkeypatch.setattr("nfvcat.cloud.connect.connect", lambda name: conn)
+        monkeypatch.setattr("nfvcat.cloud.connect.connect", lambda name, *timeouts: conn)
         yield m
 
 

@@ -17,7 +17,9 @@ from tests.conftest import ROOT, findings_of
 
 FIXTURES = ROOT / "tests" / "fixtures" / "rules"
 # Rules whose failing case cannot be a file; the test named here provokes them for real.
-TESTED_ELSEWHERE = {"E0009": "tests/unit/test_cli.py::test_engine_that_cannot_run_is_E0009_exit_3"}
+TESTED_ELSEWHERE = {"E0009": "tests/unit/test_cli.py::test_engine_that_cannot_run_is_E0009_exit_3",
+                    "E0016": "tests/unit/test_hostile_input.py::"
+                             "test_inputs_that_are_no_regular_file_are_one_finding_each_and_the_server_goes_on"}
 
 
 def _cases(kind: str) -> dict[str, list[Path]]:

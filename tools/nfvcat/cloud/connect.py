@@ -3,7 +3,8 @@ loader) and turning its failures into one-line errors."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -28,7 +29,9 @@ def cloud_errors(what: str) -> Iterator[None]:
         yield
     except UserError:
         raise
-    except (ksa.ConnectFailure, ksa.DiscoveryFailure, ksa.EndpointNotFound, ksa.connection.ConnectTimeout) as exc:
+    except ksa.connection.ConnectTimeout as exc:  # keystoneauth's message names the URL that did not answer
+        raise UserError(f"{what}: no answer in time (--api-timeout, --timeout): {exc}", EXIT_ENGINE) from None
+    except (ksa.ConnectFailure, ksa.DiscoveryFailure, ksa.EndpointNotFound) as exc:
         raise UserError(f"{what}: cloud unreachable: {exc}", EXIT_ENGINE) from None
     except ksa.Unauthorized as exc:
         raise UserError(f"{what}: authentication failed: {exc}", EXIT_ENGINE) from None
@@ -37,7 +40,18 @@ def cloud_errors(what: str) -> Iterator[None]:
     except sdk.HttpException as exc:
         raise UserError(f"{what}: {exc.details or exc}{request_id(exc)}", EXIT_ENGINE) from None
     except sdk.SDKException as exc:
+        if _timed_out(exc, ksa.connection.ConnectTimeout):  # openstacksdk wraps keystoneauth's timeout
+            raise UserError(f"{what}: no answer in time (--api-timeout, --timeout): {exc}", EXIT_ENGINE) from None
         raise UserError(f"{what}: {exc}", EXIT_ENGINE) from None
+
+
+def _timed_out(exc: BaseException | None, timeout: type[BaseException]) -> bool:
+    seen = 0
+    while exc is not None and seen < 10:
+        if isinstance(exc, timeout):
+            return True
+        exc, seen = exc.__cause__ or exc.__context__, seen + 1
+    return False
 
 
 NO_CLOUD = ("no cloud: pass --os-cloud NAME, set OS_CLOUD (a clouds.yaml entry) or source an openrc file "
@@ -66,15 +80,75 @@ def describe(region: Any) -> str:
     return f"cloud {region.name}"
 
 
-def connect(name: str | None) -> Any:
-    """A connection, authorised, to the cloud ``cloud_config`` picks."""
+DEFAULT_API_TIMEOUT = 60.0  # seconds, when neither --api-timeout nor openstacksdk's api_timeout says
+
+
+def request_timeout(region: Any, api_timeout: float | None = None, limit: float | None = None) -> float:
+    """How long one request to the cloud may take: ``api_timeout`` (--api-timeout), else openstacksdk's own
+    ``api_timeout`` of the cloud (clouds.yaml, OS_API_TIMEOUT), else 60 s; never more than ``limit`` (the
+    command's --timeout)."""
+    configured = region.config.get("api_timeout")
+    try:
+        seconds = float(api_timeout or configured or DEFAULT_API_TIMEOUT)
+    except (TypeError, ValueError):
+        raise UserError(f"{describe(region)}: api_timeout {configured!r} is not a number of seconds") from None
+    return min(seconds, limit) if limit else seconds
+
+
+def endpoint(region: Any) -> str:
+    """The identity endpoint a connection starts with (OS_AUTH_URL, clouds.yaml auth.auth_url)."""
+    return str((region.config.get("auth") or {}).get("auth_url") or "no auth_url")
+
+
+PASSWORD_AUTH = ("password", "v3password", "v2password")
+
+
+def connect(name: str | None, api_timeout: float | None = None, limit: float | None = None,
+            say: Callable[[str], None] | None = None) -> Any:
+    """A connection, authorised, to the cloud ``cloud_config`` picks, each of its requests bounded by
+    ``request_timeout``; ``say`` is told what it waits for. A request past its timeout is a one-line error
+    naming the endpoint (exit 3)."""
     import openstack
 
     region = cloud_config(name)
+    seconds = request_timeout(region, api_timeout, limit)
+    region.config["api_timeout"] = seconds  # the keystoneauth session's timeout, for every request it makes
+    auth = region.config.get("auth") or {}
+    if region.config.get("auth_type", "password") in PASSWORD_AUTH and not auth.get("password"):
+        raise UserError(f"{describe(region)}: no password: set OS_PASSWORD (source the openrc) or auth.password "
+                        "in clouds.yaml (secure.yaml)")
+    if say:
+        say(f"waiting for {describe(region)}: authenticating at {endpoint(region)} "
+            f"(each request gives up after {seconds:g} s)")
     with cloud_errors(describe(region)):
         conn = openstack.connection.Connection(config=region)
-        conn.authorize()
+        _within(limit, conn.authorize, f"{describe(region)}: no answer from {endpoint(region)} within --timeout "
+                                       f"{limit or 0:g} s")
     return conn
+
+
+def _within(limit: float | None, work: Callable[[], Any], late: str) -> None:
+    """``work()`` (its exceptions raised here), given at most ``limit`` seconds in all: keystoneauth's timeout
+    is per request, and authorising makes several (version discovery, then the token)."""
+    if not limit:
+        work()
+        return
+    outcome: list[BaseException | None] = []
+
+    def run() -> None:
+        try:
+            work()
+            outcome.append(None)
+        except BaseException as exc:  # handed to the caller's thread
+            outcome.append(exc)
+
+    thread = threading.Thread(target=run, daemon=True)  # a request still waiting ends with the process
+    thread.start()
+    thread.join(limit)
+    if not outcome:
+        raise UserError(late, EXIT_ENGINE)
+    if outcome[0] is not None:
+        raise outcome[0]
 
 
 def call(adapter: Any, method: str, path: str, what: str, ok: tuple[int, ...] = (200, 201, 202, 204),

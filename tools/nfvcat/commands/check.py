@@ -15,16 +15,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("chain", help="catalog entry (or stack name, with --stack)")
     p.add_argument("--stack", help="stack name (default: the chain's name)")
     options.add_checked(p, skippable=False, columns=True)
+    options.add_timeout(p, None, "the cloud's answers")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from nfvcat.cloud.check import check_stack
-    from nfvcat.cloud.connect import cloud_errors, connect
+    from nfvcat.cloud.connect import cloud_errors
     from nfvcat.cloud.verdicts import passed, report
 
     inv, access = options.open_checked(args)
-    conn = connect(args.os_cloud)
+    conn = options.cloud_connection(args)
     stack = args.stack or args.chain
     with cloud_errors(f"check {stack}"):
         verdicts = check_stack(conn, stack, inv, access)

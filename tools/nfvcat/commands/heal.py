@@ -24,10 +24,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from nfvcat.cloud import tacker_lcm
-    from nfvcat.cloud.connect import connect
 
     inv, access = options.open_checked(args)
-    conn = connect(args.os_cloud)
+    conn = options.cloud_connection(args)
     say = options.progress(args)
 
     vnf = tacker_lcm.heal(tacker_lcm.Tacker(conn, say), args.vnf, args.vnfc, args.timeout)

@@ -51,7 +51,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from nfvcat.catalog import entries, history
     from nfvcat.cloud.check import check_stack
-    from nfvcat.cloud.connect import cloud_errors, connect
+    from nfvcat.cloud.connect import cloud_errors
     from nfvcat.cloud.marks import mark
     from nfvcat.cloud.readiness import stack_ready
     from nfvcat.cloud.stacks import Stacks, bundle, converge, stack_parameters
@@ -66,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
     meta = entries.read_meta(found.entry_dir) if found.entry_dir else None  # a release's passed its day's schema
     name = args.stack or (str(meta["name"]) if meta else found.path.stem)
     tags = [mark(str(meta["name"]), str(meta["version"]))] if meta and "version" in meta else None
-    conn = connect(args.os_cloud)
+    conn = options.cloud_connection(args)
     say = options.progress(args)
 
     with cloud_errors(f"instantiate {name}"):
@@ -84,14 +84,13 @@ def _via_tacker(args: argparse.Namespace) -> int:
     from nfvcat import catalog
     from nfvcat.catalog import history
     from nfvcat.cloud import tacker_lcm
-    from nfvcat.cloud.connect import connect
 
     entry = history.resolve(catalog.require_root(), args.chain, "vnfd")
     req = tacker_lcm.Request(name=args.vnf or entry.name, flavour=args.flavour, level=args.instantiation_level,
                              ext_networks=dict(args.ext_net),
                              additional=tacker_lcm.additional_params(entry.dir, dict(args.parameter), args.secrets))
     inv, access = options.open_checked(args)
-    conn = connect(args.os_cloud)
+    conn = options.cloud_connection(args)
     tk = tacker_lcm.Tacker(conn, options.progress(args))
     vnf = tacker_lcm.instantiate(conn, tk, entry.dir, entry.meta, req, args.timeout)
     text, ok = tacker_lcm.check_and_report(conn, vnf, inv, access, args.format, check=not args.no_check)

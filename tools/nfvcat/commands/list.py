@@ -16,6 +16,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("list", help="deployed chains and VNF instances, their entry version and whether "
                               "the catalog has a newer one", description=__doc__)
     options.add_cloud(p)
+    options.add_timeout(p, None, "the cloud's answers")
     options.add_format(p, columns=True)
     p.set_defaults(func=run)
 
@@ -25,11 +26,11 @@ COLUMNS = ("via", "name", "entry", "version", "status", "newest", "outdated")
 
 def run(args: argparse.Namespace) -> int:
     from nfvcat import catalog
-    from nfvcat.cloud.connect import cloud_errors, connect
+    from nfvcat.cloud.connect import cloud_errors
     from nfvcat.cloud.deployed import listing
 
     root = catalog.require_root()
-    conn = connect(args.os_cloud)
+    conn = options.cloud_connection(args)
     with cloud_errors("list"):
         rows = listing(conn, root)
     if options.tabular(args):  # -f table|value|csv|yaml, -c COLUMN: as `openstack stack list`

@@ -33,7 +33,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from nfvcat import catalog
     from nfvcat.cloud import onboarding
-    from nfvcat.cloud.connect import cloud_errors, connect
+    from nfvcat.cloud.connect import cloud_errors
 
     overrides: dict[str, Path] = {}
     for item in args.image:
@@ -43,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
         overrides[name] = Path(path)
     root = catalog.require_root()
     steps = set(args.only or ["images", "flavors", "networks", "packages"])
-    conn = connect(args.os_cloud)
+    conn = options.cloud_connection(args)
     say = options.progress(args)
 
     plan = onboarding.Plan()

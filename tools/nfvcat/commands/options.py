@@ -105,6 +105,28 @@ def add_no_server(p: argparse.ArgumentParser, help: str) -> None:
     p.add_argument("--no-server", action="store_true", help=help)
 
 
+def size(value: str) -> int:
+    """A size in bytes, or with a k/M/G suffix (1024-based)."""
+    from nfvcat.core.confine import parse_size
+
+    try:
+        return parse_size(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a size in bytes (or with k, M, G), got {value!r}") from None
+
+
+def add_confinement(p: argparse.ArgumentParser) -> None:
+    """``--allow-root DIR`` (repeatable) and ``--max-file-size SIZE``: what a validation may read
+    (nfvcat.core.confine; also ``allow_roots`` and ``max_file_size`` in .nfvcat.yaml)."""
+    p.add_argument("--allow-root", action="append", default=[], metavar="DIR",
+                   help="a directory outside the project that templates may reference (get_file, nested templates, "
+                        "resource_registry; repeatable). By default only files whose real path is under the project "
+                        "(the nearest directory with .nfvcat.yaml or .git), the catalog or the paths given are read")
+    p.add_argument("--max-file-size", type=size, default=None, metavar="SIZE",
+                   help="the largest file read, in bytes or with k/M/G (default $NFVCAT_MAX_FILE_SIZE, else "
+                        "max_file_size in .nfvcat.yaml, else 8M)")
+
+
 def add_sign(p: argparse.ArgumentParser) -> None:
     """``--sign-key`` and ``--sign-cert``: sign VNF packages' manifests (CMS, SOL004)."""
     p.add_argument("--sign-key", metavar="KEY", help="PEM private key: sign the manifest with CMS (SOL004)")
@@ -128,9 +150,21 @@ def add_via(p: argparse.ArgumentParser, *choices: str) -> None:
                         "templates; tacker = Tacker's v2 VNF LCM with the onboarded VNF package")
 
 
-def add_timeout(p: argparse.ArgumentParser, default: float, what: str) -> None:
-    """``--timeout``: how long a lifecycle command waits for what it started."""
-    p.add_argument("--timeout", type=float, default=default, help=f"seconds to wait for {what} (default {default:g})")
+def add_timeout(p: argparse.ArgumentParser, default: float | None, what: str) -> None:
+    """``--timeout``: how long a command that talks to a cloud waits for ``what`` (a lifecycle command: what it
+    started; a reading one, ``default`` None: the cloud's answers); no request to the cloud waits longer
+    (``cloud_connection``)."""
+    shown = f"default {default:g}" if default else "default: --api-timeout"
+    p.add_argument("--timeout", type=float, default=default, metavar="SECONDS",
+                   help=f"seconds to wait for {what} ({shown}); no request to the cloud waits longer")
+
+
+def cloud_connection(args: argparse.Namespace) -> Any:
+    """The connection to the cloud ``add_cloud``'s options name, each request bounded by --api-timeout and
+    --timeout, saying on standard error what it waits for (``progress``)."""
+    from nfvcat.cloud.connect import connect
+
+    return connect(args.os_cloud, args.api_timeout, getattr(args, "timeout", None), progress(args))
 
 
 def add_checked(p: argparse.ArgumentParser, *, skippable: bool = True, columns: bool = False) -> None:
@@ -169,15 +203,20 @@ def progress(args: argparse.Namespace) -> Callable[[str], None]:
     """Where a lifecycle command says what it is waiting for: standard error, and only with ``--format text``
     (JSON output stays one document on standard output)."""
     def say(text: str) -> None:
-        if args.format == "text":
+        if getattr(args, "format", "text") == "text":
             print(text, file=sys.stderr, flush=True)
     return say
 
 
 def add_cloud(p: argparse.ArgumentParser) -> None:
+    """``--os-cloud`` and ``--api-timeout``: which cloud, and how long one request to it may take."""
     p.add_argument("--os-cloud", default=None, metavar="NAME",
                    help="clouds.yaml entry (default: $OS_CLOUD, else a sourced openrc's OS_* variables, else the "
                         "only cloud of clouds.yaml: openstacksdk's order)")
+    p.add_argument("--api-timeout", type=float, default=None, metavar="SECONDS",
+                   help="seconds one request to the cloud may take before the command gives up, exit 3 naming the "
+                        "endpoint (default: openstacksdk's api_timeout of the cloud, from clouds.yaml or "
+                        "$OS_API_TIMEOUT, else 60)")
 
 
 def add_inventory(p: argparse.ArgumentParser) -> None:

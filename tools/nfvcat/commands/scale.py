@@ -36,11 +36,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from nfvcat import catalog
     from nfvcat.cloud import tacker_lcm, tacker_scale
-    from nfvcat.cloud.connect import connect
 
     root = catalog.require_root()
     inv, access = options.open_checked(args)
-    conn = connect(args.os_cloud)
+    conn = options.cloud_connection(args)
     tk = tacker_lcm.Tacker(conn, options.progress(args))
     vnf = tacker_scale.scale(tk, args.vnf, args.aspect, args.steps, args.scale_in, args.timeout)
     inst = tk.show(vnf["vnf_instance"])

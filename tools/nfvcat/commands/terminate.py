@@ -25,10 +25,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from nfvcat.cloud.connect import cloud_errors, connect
+    from nfvcat.cloud.connect import cloud_errors
     from nfvcat.cloud.stacks import Stacks, delete_and_verify
 
-    conn = connect(args.os_cloud)
+    conn = options.cloud_connection(args)
     name = args.stack or args.chain
     if args.via == "tacker":
         return _via_tacker(args, conn, name)

@@ -61,12 +61,12 @@ def run(args: argparse.Namespace) -> int:
     from nfvcat.catalog import history
     from nfvcat.cloud import upgrade
     from nfvcat.cloud.check import check_stack
-    from nfvcat.cloud.connect import cloud_errors, connect
+    from nfvcat.cloud.connect import cloud_errors
     from nfvcat.cloud.stacks import Stacks, bundle
     from nfvcat.cloud.verdicts import passed, report
 
     root = catalog.require_root()
-    conn = connect(args.os_cloud)
+    conn = options.cloud_connection(args)
     say = options.progress(args)
     stacks = Stacks(conn, say)
     maps = dict(args.map)
@@ -106,14 +106,13 @@ def run(args: argparse.Namespace) -> int:
 def _via_tacker(args: argparse.Namespace) -> int:
     from nfvcat import catalog
     from nfvcat.cloud import onboarding, tacker_lcm, tacker_upgrade
-    from nfvcat.cloud.connect import connect
 
     heat_only = [o for o, given in (("--map", args.map), ("-P", args.parameter), ("-e", args.environment)) if given]
     if heat_only:
         raise UserError(f"{', '.join(heat_only)}: Heat upgrades only (a VNF package carries its parameters)",
                         EXIT_USAGE)
     root = catalog.require_root()
-    conn = connect(args.os_cloud)
+    conn = options.cloud_connection(args)
     say = options.progress(args)
     tk = tacker_lcm.Tacker(conn, say)
     plan = tacker_upgrade.preview(tk, root, args.stack, args.to)

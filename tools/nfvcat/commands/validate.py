@@ -60,6 +60,7 @@ def _arguments(p: argparse.ArgumentParser) -> None:
                         "nested templates, get_file and examples are PATH's")
     p.add_argument("--trust-ca", metavar="FILE",
                    help="PEM CA certificate(s) a signed package's certificate must chain to (E4006)")
+    options.add_confinement(p)
 
 
 def _call(args: argparse.Namespace) -> dict[str, Any]:
@@ -67,6 +68,36 @@ def _call(args: argparse.Namespace) -> dict[str, Any]:
     if any("@" in p for p in args.paths):
         call["paths"] = [_released(p) for p in args.paths]
     return call
+
+
+def _stdin() -> Any:
+    """Standard input's bytes (its text when the thin client already read it into a StringIO)."""
+    return getattr(sys.stdin, "buffer", sys.stdin)
+
+
+def _read_bounded(stream: Any, cap: int | None, what: str) -> str:
+    """At most the size cap of a stream, as text; a one-line error when there is more."""
+    from nfvcat.core import confine
+    from nfvcat.core.errors import UserError
+
+    limit = cap or confine.default_max_bytes()
+    data = stream.read(limit + 1)
+    if isinstance(data, str):
+        data = data.encode("utf-8", "surrogateescape")
+    if len(data) > limit:
+        raise UserError(f"{what}: larger than the {limit} byte limit (--max-file-size, {confine.MAX_BYTES_ENV})")
+    return str(data.decode("utf-8", "surrogateescape"))
+
+
+def _read_pipe(path: str, cap: int | None) -> str:
+    """A shell's process substitution (``<(cmd)``: /dev/fd/N, a pipe), read to its end, bounded."""
+    from nfvcat.core.errors import UserError
+
+    try:
+        with open(path, "rb") as f:
+            return _read_bounded(f, cap, path)
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read: {exc.strerror or exc}") from None
 
 
 def _released(path: str) -> str:
@@ -84,7 +115,11 @@ def _released(path: str) -> str:
 def run(args: argparse.Namespace) -> int:
     call = _call(args)
     if args.stdin_filename:
-        call["stdin"] = sys.stdin.read()
+        call["stdin"] = _read_bounded(_stdin(), args.max_file_size, "standard input")
+    buffers = {p: _read_bounded(_stdin(), args.max_file_size, "standard input") if p == "-"
+               else _read_pipe(p, args.max_file_size) for p in args.paths if client.read_by_command(p)}
+    if buffers:  # '-' and a shell's <(cmd): read here, validated as buffers (the server could not read them)
+        call["buffers"] = buffers
     if not (args.no_server or client.disabled()):
         answer = client.run(call)
         if answer is not None:

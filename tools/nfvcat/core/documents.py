@@ -11,9 +11,9 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
-from nfvcat.core import jinja, yamlpos
+from nfvcat.core import confine, jinja, yamlpos
 from nfvcat.core.findings import RawFinding
-from nfvcat.core.problems import DUPLICATE_KEY, NOT_TEXT, TOO_LARGE, UNREADABLE
+from nfvcat.core.problems import DUPLICATE_KEY, NOT_REGULAR, NOT_TEXT, OUTSIDE, TOO_LARGE, UNREADABLE
 
 KINDS = ("hot", "cfn", "environment", "tosca", "vnfd", "csar", "cloud-config", "flavor", "entry",
          "site-profile", "inventory", "placement-request", "test-description", "unknown")
@@ -97,32 +97,40 @@ def _problem(doc: Document, rule_id: str, message: str, line: int = 1, column: i
 
 
 def read(path: str) -> Document:
+    """The document at ``path``, read as ``confine`` allows (a regular file under the call's roots, at most its
+    size cap); what it does not allow is a problem of the document, and nothing is read."""
     doc = Document(path=display_path(path), abspath=os.path.abspath(path))
-
+    policy = confine.current()
     try:
         if os.path.isdir(path):
             return _problem(doc, UNREADABLE.id, "is a directory with no catalog files")
-        size = os.path.getsize(path)
-        if size > yamlpos.MAX_BYTES and not zipfile.is_zipfile(path):
-            return _problem(doc, TOO_LARGE.id, f"file is {size} bytes, larger than the {yamlpos.MAX_BYTES} byte limit")
-        with open(path, "rb") as f:
-            doc.raw = f.read(yamlpos.MAX_BYTES + 1) if not zipfile.is_zipfile(path) else b""
+        policy.check(path, doc.path)
+        confine.check_regular(path)
+        if zipfile.is_zipfile(path):
+            doc.kind = "csar"  # its members are bounded where the package is read (csar)
+            return doc
+        doc.raw = confine.read_bytes(path, policy=policy)
+    except confine.Outside as exc:
+        return _problem(doc, OUTSIDE.id, f"{exc.why}")
+    except confine.NotRegular as exc:
+        return _problem(doc, NOT_REGULAR.id, exc.why)
+    except confine.TooLarge as exc:
+        return _problem(doc, TOO_LARGE.id, exc.why)
     except FileNotFoundError:
         return _problem(doc, UNREADABLE.id, "no such file")
     except OSError as exc:
         return _problem(doc, UNREADABLE.id, f"cannot read: {exc.strerror or exc}")
-    if zipfile.is_zipfile(path):
-        doc.kind = "csar"
-        return doc
     return _parse(doc, path)
 
 
 def from_text(path: str, text: str) -> Document:
     """The document ``path`` would be with ``text`` as its content (an editor's unsaved buffer)."""
     raw = text.encode("utf-8", "surrogatepass")
-    doc = Document(path=display_path(path), abspath=os.path.abspath(path), raw=raw[:yamlpos.MAX_BYTES + 1])
-    if len(raw) > yamlpos.MAX_BYTES:
-        return _problem(doc, TOO_LARGE.id, f"file is {len(raw)} bytes, larger than the {yamlpos.MAX_BYTES} byte limit")
+    limit = confine.current().max_bytes
+    doc = Document(path=display_path(path), abspath=os.path.abspath(path), raw=raw[:limit + 1])
+    if len(raw) > limit:
+        return _problem(doc, TOO_LARGE.id, f"file is {len(raw)} bytes, larger than the {limit} byte limit "
+                                           f"(--max-file-size, {confine.MAX_BYTES_ENV})")
     return _parse(doc, path)
 
 

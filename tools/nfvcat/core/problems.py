@@ -58,3 +58,23 @@ DUPLICATE_KEY = Declared(
     "A key appears twice in one mapping. YAML loaders, Heat's included, silently keep the "
     "last value, so the first definition is lost without a word.",
     "https://yaml.org/spec/1.2.2/#mapping")
+
+OUTSIDE = Declared(
+    "E0015", "nfvcat",
+    "A file outside the project is referenced",
+    "A template's get_file, a nested template's type, an environment's resource_registry entry, or a file a "
+    "walk found, whose real path (symlinks followed) lies outside the project's roots: the project directory "
+    "(the nearest one with .nfvcat.yaml or .git), the catalog, the directories given, and those --allow-root "
+    "or allow_roots in .nfvcat.yaml add. It is not read: a template validated in CI must not reach the "
+    "runner's files (/etc/shadow, /proc/self/environ) and have them printed. The finding names the reference, "
+    "never the content.",
+    "https://docs.openstack.org/heat/latest/template_guide/hot_spec.html#get-file")
+
+NOT_REGULAR = Declared(
+    "E0016", "nfvcat",
+    "Not a regular file",
+    "A FIFO, a character or block device, a socket or a kernel pseudo-file (/proc, /sys) is given or "
+    "referenced where a file is expected. It is not read: a FIFO blocks until a writer comes and /dev/zero "
+    "never ends. A shell's process substitution (<(cmd)) and - (standard input) are read by the command "
+    "itself, bounded, as a buffer.",
+    "https://man7.org/linux/man-pages/man7/inode.7.html")

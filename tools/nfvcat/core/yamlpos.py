@@ -131,8 +131,11 @@ def load(text: str) -> tuple[Any, Positions]:
     libyaml parses it; a document libyaml rejects (or that our limits refuse) is parsed again by PyYAML's
     pure-Python parser, whose messages (and acceptance) are the reference: the outcome is the same either
     way, only faster for the valid documents that are nearly all of them."""
-    if len(text.encode("utf-8", "surrogatepass")) > MAX_BYTES:
-        raise DocumentError(TOO_LARGE.id, f"file larger than {MAX_BYTES // (1024 * 1024)} MiB")
+    from nfvcat.core import confine
+
+    limit = confine.current().max_bytes
+    if len(text.encode("utf-8", "surrogatepass")) > limit:
+        raise DocumentError(TOO_LARGE.id, f"file larger than the {limit} byte limit")
     if _fast_reads(text):
         try:
             return _load(text, _FastLoader)
@@ -259,9 +262,12 @@ def read_file(path: Any, shown: str | None = None, what: str = "") -> tuple[Any,
     from nfvcat.core.errors import UserError
 
     name = shown or str(path)
+    from nfvcat.core import confine
+
     try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read(MAX_BYTES + 1)
+        text = confine.read_bytes(str(path), policy=confine.Policy(max_bytes=confine.current().max_bytes)).decode()
+    except confine.Refused as exc:
+        raise UserError(f"{name}: cannot read{' ' + what if what else ''}: {exc.why}") from None
     except (OSError, UnicodeDecodeError) as exc:
         why = getattr(exc, "strerror", None) or exc
         raise UserError(f"{name}: cannot read{' ' + what if what else ''}: {why}") from None

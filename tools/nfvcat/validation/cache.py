@@ -6,6 +6,7 @@ had: the key covers the job and the files named in it, ``deps`` covers what the 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -13,7 +14,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from nfvcat.core import filesig
+from nfvcat.core import confine, filesig
 from nfvcat.core.dirs import cache_base
 
 ENGINE_PACKAGES = {
@@ -41,15 +42,16 @@ def file_hash(path: str) -> str | None:
         hit = _HASHES.get(key)
         if hit is not None and hit[0] == signature:
             return hit[1]
-        with open(key, "rb") as f:
-            digest = hashlib.sha256(f.read()).hexdigest()
-    except OSError:
+        digest = hashlib.sha256(confine.read_bytes(key, policy=confine.Policy(max_bytes=confine.current().max_bytes))
+                                ).hexdigest()
+    except OSError:  # confine.Refused among them: a FIFO, a device, too large
         return None
     _HASHES.pop(key, None)
     if signature is not None:
         _HASHES[key] = (signature, digest)
         if len(_HASHES) > _HASHES_MAX:
-            del _HASHES[next(iter(_HASHES))]
+            with contextlib.suppress(KeyError, RuntimeError, StopIteration):  # another request's thread took it
+                del _HASHES[next(iter(_HASHES))]
     return digest
 
 

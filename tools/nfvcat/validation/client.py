@@ -25,6 +25,12 @@ if TYPE_CHECKING:
 START_TIMEOUT = 30.0  # the server answers as soon as it listens; engines load on the first request
 
 
+def read_by_command(path: str) -> bool:
+    """Whether a PATH is read by the command itself and sent as a buffer: ``-`` (standard input) or a shell's
+    process substitution (``<(cmd)``: /dev/fd/N, /proc/self/fd/N), which only the calling process can read."""
+    return path == "-" or path.startswith(("/dev/fd/", "/proc/self/fd/"))
+
+
 def disabled() -> bool:
     return os.environ.get("NFVCAT_NO_SERVER", "") not in ("", "0")
 
@@ -94,13 +100,15 @@ def run_command_line(argv: list[str], command: str = "validate") -> tuple[int, s
     goes on as ``run``: starting a server, restarting one, printing usage or help, running in-process)."""
     if disabled():
         return None
+    if any(read_by_command(a) for a in argv):
+        return None  # standard input or a pipe: the command reads it and sends it as a buffer (``run``)
     message: dict[str, Any] = {"op": "run", "cwd": os.getcwd(), "argv": list(argv), "caller": wire.caller(),
-                               "command": command}
+                               "command": command, "deadline": wire.deadline()}
     reply = wire.request(message, wire.engine_timeout() + 60)
     if reply is not None and reply.get("needs") == "stdin":  # --stdin-filename: the buffer it names
         import io
 
-        text = sys.stdin.read()
+        text = sys.stdin.read(wire.max_request() // 2)  # bounded: the command's own read gives the cap's error
         sys.stdin = io.StringIO(text)  # still there for the command if the server leaves the call to it
         reply = wire.request({**message, "stdin": text}, wire.engine_timeout() + 60)
     if reply is None:
@@ -141,7 +149,7 @@ def _exchange(message: dict[str, Any], site: Callable[[], str | None]) -> dict[s
     """The server's answer to a validation request (with this process's settings), starting or restarting the
     server as needed (``site``: the site profile a server started for it is given); None when none answers
     or it refused or failed (the caller then validates in-process). A user error is raised here."""
-    message = {**message, "caller": wire.caller()}
+    message = {**message, "caller": wire.caller(), "deadline": wire.deadline()}
     for _attempt in range(3):
         reply = wire.request(message, wire.engine_timeout() + 60)
         if reply is None or "restart" in reply:  # none runs, it died, or it is not this nfvcat's

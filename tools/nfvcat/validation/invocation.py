@@ -30,12 +30,14 @@ class Invocation:
 
 def prepare(args: dict[str, Any]) -> Invocation:
     """The paths and Options of a call made in the current directory (``.nfvcat.yaml`` read from it)."""
+    from nfvcat.core import confine
     from nfvcat.validation import project
 
     for env in args.get("environment") or []:
         try:
-            with open(env, "rb"):
-                pass
+            confine.check_regular(env)  # stat only: a FIFO given as -e is not opened (it would block)
+        except confine.Refused as exc:
+            raise UserError(f"environment file {env}: {exc.why}") from None
         except OSError as exc:
             raise UserError(f"environment file {env}: {exc.strerror}") from None
     paths = [str(p) for p in args.get("paths") or []]
@@ -45,12 +47,16 @@ def prepare(args: dict[str, Any]) -> Invocation:
             raise UserError("--stdin-filename validates standard input as that file: give no PATH", EXIT_USAGE)
         overlays[os.path.abspath(args["stdin_filename"])] = str(args.get("stdin") or "")
         paths = [str(args["stdin_filename"])]
+    for name, text in (args.get("buffers") or {}).items():  # '-', <(cmd): read by the command
+        overlays[os.path.abspath(name)] = str(text)
     proj = project.load()
     options = Options(environments=list(args.get("environment") or []),
                       parameters={str(k): str(v) for k, v in args.get("parameter") or []},
                       site=args.get("site") or proj.site, use_cache=not args.get("no_cache"), project=proj,
                       skip_unknown=bool(args.get("skip_unknown")), require_signed=bool(args.get("require_signed")),
-                      trust_ca=args.get("trust_ca"), overlays=overlays)
+                      trust_ca=args.get("trust_ca"), overlays=overlays,
+                      allow_roots=[*(args.get("allow_root") or []), *proj.allow_roots],
+                      max_bytes=args.get("max_file_size") or proj.max_bytes)
     return Invocation(paths, options, bool(args.get("strict")) or proj.strict, args)
 
 

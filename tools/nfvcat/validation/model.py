@@ -24,6 +24,10 @@ class Options:
     skip_unknown: bool = False  # the paths are a hook's file list: skip what is none of nfvcat's kinds
     # Unsaved content by absolute path (an editor's buffer, --stdin-filename): validated as that file's.
     overlays: dict[str, str] = field(default_factory=dict)
+    # What a validation may read besides the project, the catalog and the paths given (--allow-root,
+    # .nfvcat.yaml allow_roots), and the size cap of a file (--max-file-size, max_file_size): nfvcat.core.confine
+    allow_roots: list[str] = field(default_factory=list)
+    max_bytes: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         """As plain data (the engine server's language-server requests); the project as the file it was read from."""
@@ -31,7 +35,8 @@ class Options:
                 "use_cache": self.use_cache, "catalog_root": str(self.catalog_root) if self.catalog_root else None,
                 "require_signed": self.require_signed, "trust_ca": self.trust_ca,
                 "project": str(self.project.path) if self.project and self.project.path else None,
-                "skip_unknown": self.skip_unknown, "overlays": dict(self.overlays)}
+                "skip_unknown": self.skip_unknown, "overlays": dict(self.overlays),
+                "allow_roots": list(self.allow_roots), "max_bytes": self.max_bytes}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Options:
@@ -44,7 +49,9 @@ class Options:
                    require_signed=bool(data.get("require_signed")), trust_ca=data.get("trust_ca"),
                    project=project.load(Path(data["project"])) if data.get("project") else None,
                    skip_unknown=bool(data.get("skip_unknown")),
-                   overlays={str(k): str(v) for k, v in (data.get("overlays") or {}).items()})
+                   overlays={str(k): str(v) for k, v in (data.get("overlays") or {}).items()},
+                   allow_roots=[str(r) for r in data.get("allow_roots") or []],
+                   max_bytes=int(data["max_bytes"]) if data.get("max_bytes") else None)
 
 
 @dataclass

@@ -16,9 +16,10 @@ import itertools
 import time
 from collections.abc import Callable
 from dataclasses import replace
+from pathlib import Path
 
 from nfvcat import catalog
-from nfvcat.core import documents
+from nfvcat.core import confine, documents
 from nfvcat.core.documents import Document
 from nfvcat.validation import suppress
 from nfvcat.validation.emitted import ENGINE_FAILURE
@@ -41,6 +42,21 @@ def validate_paths(paths: list[str], options: Options | None = None, executor: E
     options = options or Options()
     executor = executor or OneShotExecutor()
     root = options.catalog_root or catalog.find_root()
+    with confine.applied(policy(paths, options, root)):  # what this call may read, in this thread and its jobs
+        return _validate(paths, options, executor, reader, root)
+
+
+def policy(paths: list[str], options: Options, root: Path | None) -> confine.Policy:
+    """What a call may read (nfvcat.core.confine): the project, the catalog, the paths, -e, --site and
+    --trust-ca it names, and the roots it allows; files up to its size cap."""
+    given = [*paths, *options.environments, *(p for p in (options.site, options.trust_ca) if p)]
+    given += list(options.overlays)  # an editor's buffer: its file's directory, saved or not
+    allow = [*options.allow_roots, *([str(root)] if root else [])]
+    return confine.Policy.for_call(given, allow, options.max_bytes)
+
+
+def _validate(paths: list[str], options: Options, executor: Executor,
+              reader: Callable[[str], Document], root: Path | None) -> Report:
     wanted = targets(list(paths), options, root)
     library = Library(reader, options.overlays)
     rules = rule_stage.RuleSet.every()

@@ -8,6 +8,8 @@ directory, checked against ``nfvcat/data/schemas/project.schema.json``.
         reason: migrated next release
     site: sites/edge.yaml                           # as --site
     strict: true                                    # as --strict
+    allow_roots: [../shared-hooks]                  # as --allow-root: more than the project may be referenced
+    max_file_size: 8M                               # as --max-file-size: the largest file read
 
 Globs are relative to the file's directory; a glob without ``/`` matches a name at any depth, ``**``
 spans directories, and a glob that matches a directory matches everything below it.
@@ -23,6 +25,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from nfvcat.core import confine
 from nfvcat.core.errors import UserError
 
 FILE_NAME = ".nfvcat.yaml"
@@ -43,6 +46,8 @@ class Project:
     ignore: list[Ignore] = field(default_factory=list)
     site: str | None = None  # resolved against base
     strict: bool = False
+    allow_roots: list[str] = field(default_factory=list)  # resolved against base
+    max_bytes: int | None = None
 
     def relative(self, path: str) -> str | None:
         """``path`` relative to the project, with '/'; None when it is outside."""
@@ -105,7 +110,9 @@ def load(path: Path | None = None) -> Project:
         base=base, path=path, exclude=list(data.get("exclude", [])),
         ignore=[Ignore(tuple(e["rules"]), tuple(e.get("paths", ())), e.get("reason", ""))
                 for e in data.get("ignore", [])],
-        site=str(base / site) if isinstance(site, str) else None, strict=bool(data.get("strict", False)))
+        site=str(base / site) if isinstance(site, str) else None, strict=bool(data.get("strict", False)),
+        allow_roots=[str(base / r) for r in data.get("allow_roots", [])],
+        max_bytes=confine.parse_size(data["max_file_size"]) if "max_file_size" in data else None)
 
 
 @cache

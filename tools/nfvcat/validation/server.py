@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from nfvcat.validation import wire
+from nfvcat.validation.codewatch import CodeWatch
 
 IDLE_DEFAULT = 900.0
 # another command the server runs (``nfvcat plan``): its parser (words to its call), its run of a call
@@ -82,8 +83,10 @@ def settings_fingerprint(site: str | None, caller: dict[str, Any] | None = None)
     for key in sorted(k for k in settings if k not in wire.IGNORED_SETTINGS):
         h.update(f"{key}={settings[key]}\n".encode())
     if site:
-        with contextlib.suppress(OSError):
-            h.update(hashlib.sha256(Path(site).read_bytes()).digest())
+        from nfvcat.core import confine
+
+        with contextlib.suppress(OSError):  # confine.Refused too: a FIFO or a device is not read
+            h.update(hashlib.sha256(confine.read_bytes(site, policy=confine.Policy())).digest())
     return h.hexdigest()[:32]
 
 
@@ -129,64 +132,6 @@ def _watched() -> list[str]:
     return [d for d, _ in _package_tree()] + _site_dirs() + ([str(schema.parent)] if schema is not None else [])
 
 
-class CodeWatch:
-    """Linux inotify on what ``code_fingerprint`` reads, so that a validation computes the fingerprint again
-    only after something there changed (any event: the fingerprint then decides), not on every call.
-    ``start()`` gives None where inotify is not to be had (then every validation computes it, as before)."""
-
-    # every change to a file or to a directory's entries: written, closed after writing, touched (utime,
-    # chmod), created, deleted, renamed; the watched directory itself deleted or moved
-    MASK = 0x2 | 0x4 | 0x8 | 0x40 | 0x80 | 0x100 | 0x200 | 0x400 | 0x800
-
-    def __init__(self, fd: int, add: Callable[[int, bytes, int], int], dirs: Callable[[], list[str]]):
-        self.fd = fd
-        self._add = add
-        self._dirs = dirs
-
-    @classmethod
-    def start(cls, dirs: Callable[[], list[str]] = _watched) -> CodeWatch | None:
-        import ctypes
-
-        try:
-            libc = ctypes.CDLL(None, use_errno=True)
-            fd = libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
-        except (OSError, AttributeError):
-            return None
-        if fd < 0:
-            return None
-        watch = cls(fd, libc.inotify_add_watch, dirs)
-        if not watch.watch():
-            watch.close()
-            return None
-        return watch
-
-    def watch(self) -> bool:
-        """Watch every directory ``dirs`` names (again after a change, so a new sub-package is watched too);
-        False if one cannot be watched (gone, or the inotify limits)."""
-        return all(self._add(self.fd, os.fsencode(d), self.MASK) >= 0 for d in self._dirs())
-
-    def changed(self) -> bool:
-        """Whether anything happened there since the last call (its events are drained); True when that
-        cannot be told."""
-        seen = False
-        while True:
-            try:
-                if not os.read(self.fd, 65536):
-                    break
-            except BlockingIOError:
-                break
-            except OSError:
-                return True
-            seen = True
-        if seen and not self.watch():
-            return True
-        return seen
-
-    def close(self) -> None:
-        with contextlib.suppress(OSError):
-            os.close(self.fd)
-
-
 def site_for(site: str | None, catalog_root: Path | None = None) -> str | None:
     """The site profile a validation reads: --site, else the catalog's."""
     from nfvcat import catalog
@@ -195,6 +140,25 @@ def site_for(site: str | None, catalog_root: Path | None = None) -> str | None:
         return os.path.abspath(site)
     root = catalog_root or catalog.find_root()
     return str(root / catalog.SITE_PROFILE) if root else None
+
+
+def own_working_directory() -> bool:
+    """Give this thread a working directory of its own (Linux ``unshare(CLONE_FS)``: a chdir here moves no
+    other thread), as Samba's thread pool does; False where that cannot be had."""
+    if getattr(_THREAD, "own_cwd", False):
+        return True
+    import ctypes
+
+    try:
+        ok = ctypes.CDLL(None, use_errno=True).unshare(CLONE_FS) == 0
+    except (OSError, AttributeError):
+        ok = False
+    _THREAD.own_cwd = ok
+    return ok
+
+
+CLONE_FS = 0x200
+_THREAD = threading.local()
 
 
 # -- wire ------------------------------------------------------------------------------------------
@@ -221,12 +185,18 @@ class Server:
         self.site = site
         self.idle = idle
         self.settings = settings_fingerprint(site)
-        self.watch = CodeWatch.start()  # before the fingerprint: what changes after it is seen
+        self.watch = CodeWatch.start(_watched)  # before the fingerprint: what changes after it is seen
         self.code = code_fingerprint()
         self.fingerprint = fingerprint(site, self.code)
         self.pool = WorkerPool(self.dir, ENGINES)
         self.documents = DocumentCache()
-        self.validating = threading.Lock()  # one validation at a time: it changes the working directory
+        # No lock is held across a request: each runs in a thread of its own with a working directory of its
+        # own (own_working_directory), so a slow or hostile request never holds up the next one. Only what
+        # cannot run twice at once is serialised, each for as long as it takes: parsing a command line
+        # (argparse prints through sys.stdout, redirected), and ``plan`` (Nova's scheduler code keeps state).
+        self.parsing = threading.Lock()
+        self.planning = threading.Lock()
+        self.shared_cwd = threading.Lock()  # only where a thread cannot have a directory of its own
         self.stopping = threading.Event()
         self.active = 0
         self.requests = 0
@@ -254,13 +224,29 @@ class Server:
                 request = wire.receive(conn, 10)
                 if request is None:
                     return
-                wire.send(conn, self.answer(request))
+                wire.send(conn, self.within_deadline(request))
             except OSError:
                 return  # the client went away
             finally:
                 with self.counter:
                     self.active -= 1
                     self.last = time.monotonic()
+
+    def within_deadline(self, request: dict[str, Any]) -> dict[str, Any]:
+        """The answer to a request, run in a thread of its own; past the request deadline (``wire.deadline``)
+        an exit-3 error saying so, while the request's thread finishes on its own and the server goes on."""
+        if request.get("op") not in ("run", "validate"):
+            return self.answer(request)
+        answer: list[dict[str, Any]] = []
+        worker = threading.Thread(target=lambda: answer.append(self.answer(request)), daemon=True)
+        worker.start()
+        asked = request.get("deadline")
+        deadline = float(asked) if isinstance(asked, (int, float)) and 0 < asked < wire.deadline() else wire.deadline()
+        worker.join(deadline)
+        if answer:
+            return answer[0]
+        return {"user_error": f"the engine server did not finish this request within its deadline of {deadline:g} s "
+                              f"(NFVCAT_REQUEST_TIMEOUT); it goes on answering others", "exit_code": 3}
 
     def answer(self, request: dict[str, Any]) -> dict[str, Any]:
         op = request.get("op")
@@ -271,10 +257,14 @@ class Server:
             return {"stopped": os.getpid()}
         if op not in ("run", "validate"):
             return {"error": f"unknown request {op!r}"}
-        with self.validating:
+        if not isinstance(request.get("cwd"), str):
+            return {"error": "a request names its working directory (cwd)"}
+        own = own_working_directory()
+        with contextlib.nullcontext() if own else self.shared_cwd:
             if self.stopping.is_set():  # it found its code or settings changed, or was asked to stop
                 return {"restart": "this engine server is stopping"}
-            self.requests += 1
+            with self.counter:
+                self.requests += 1
             code = [self.code]
             check = None
             if self.watch is None or self.watch.changed():  # computed again while the engines work
@@ -299,8 +289,9 @@ class Server:
                     return {"user_error": str(exc), "exit_code": exc.exit_code}
                 return {"error": f"{type(exc).__name__}: {exc}"}
             finally:
-                if not self.warmed:  # the first request started what it needed; load the other engines now
-                    self.warmed = True
+                with self.counter:
+                    first, self.warmed = not self.warmed, True
+                if first:  # the first request started what it needed; load the other engines now
                     threading.Thread(target=self.pool.warm, daemon=True).start()
                     gc.freeze()  # the modules the first request imported: no collection walks them again
 
@@ -328,7 +319,8 @@ class Server:
         if command != "validate":  # its output does not depend on a site profile: only the caller's settings
             if not self._settled(self.site, request):
                 return None
-            code, stdout, stderr = self.commands[command][1](args)
+            with self.planning:
+                code, stdout, stderr = self.commands[command][1](args)
             return {"output": {"exit": code, "stdout": stdout, "stderr": stderr}}
         inv = invocation.prepare(args)
         if not self._settled(site_for(inv.options.site, inv.options.catalog_root), request):
@@ -348,7 +340,7 @@ class Server:
         if parse is None:
             return {"left": "this server was started without the command's parser"}
         try:
-            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            with self.parsing, contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
                 args = parse([str(a) for a in request["argv"]])
         except SystemExit:
             return {"left": "usage, help or a usage error: the command prints it"}

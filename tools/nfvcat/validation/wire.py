@@ -25,12 +25,38 @@ if TYPE_CHECKING:
     from typing import Any
 
 # Settings that change how the client or the server behave, not what a validation finds.
-IGNORED_SETTINGS = frozenset({"NFVCAT_NO_SERVER", "NFVCAT_SERVER_IDLE", "NFVCAT_DEBUG"})
+IGNORED_SETTINGS = frozenset({"NFVCAT_NO_SERVER", "NFVCAT_SERVER_IDLE", "NFVCAT_DEBUG", "NFVCAT_REQUEST_TIMEOUT"})
+
+
+MAX_REQUEST = 64 * 1024 * 1024  # a request or answer line: eight times the default file size cap (8 MiB)
+
+
+def max_request() -> int:
+    """The longest line either end reads: ``MAX_REQUEST``, or eight times ``NFVCAT_MAX_FILE_SIZE`` when it is
+    set (a request carries buffers, an answer findings); a peer that sends more is dropped."""
+    if not os.environ.get("NFVCAT_MAX_FILE_SIZE"):
+        return MAX_REQUEST
+    from nfvcat.core.confine import default_max_bytes
+
+    try:
+        return 8 * default_max_bytes() + (1 << 20)
+    except ValueError:
+        return MAX_REQUEST
 
 
 def engine_timeout() -> float:
     """How long an engine may take over one request (``NFVCAT_ENGINE_TIMEOUT``, seconds)."""
     return float(os.environ.get("NFVCAT_ENGINE_TIMEOUT", "900"))
+
+
+def deadline() -> float:
+    """How long the engine server works on one request before it answers that it could not finish
+    (exit 3): ``NFVCAT_REQUEST_TIMEOUT`` seconds, else the engine timeout and 30 s (a worker that hangs is
+    reported by its own timeout, E0009, first; the client waits 60 s more than the engines)."""
+    try:
+        return float(os.environ.get("NFVCAT_REQUEST_TIMEOUT", "") or engine_timeout() + 30)
+    except ValueError:
+        return engine_timeout() + 30
 
 
 def server_dir() -> Path:
@@ -143,11 +169,15 @@ def send(sock: Any, message: dict[str, Any]) -> None:
     sock.sendall((dumps(message) + "\n").encode())
 
 
-def receive(sock: Any, timeout: float) -> dict[str, Any] | None:
-    """One JSON line, or None when the peer closed or did not answer in time."""
+def receive(sock: Any, timeout: float, limit: int | None = None) -> dict[str, Any] | None:
+    """One JSON line, or None when the peer closed, did not answer in time, or sent more than ``limit`` bytes
+    (``max_request``) or something else than one JSON object."""
     deadline = time.monotonic() + timeout
+    limit = limit or max_request()
     buf = b""
     while not buf.endswith(b"\n"):
+        if len(buf) > limit:
+            return None
         left = deadline - time.monotonic()
         if left <= 0:
             return None

@@ -16,6 +16,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+from nfvcat.core import confine
 from nfvcat.core.documents import Document
 from nfvcat.core.problems import INVALID_YAML
 from nfvcat.validation.emitted import HEAT_VALIDATION, INVENTED_VALUE
@@ -32,11 +33,14 @@ def jobs(doc: Document, ctx: JobContext) -> list[EngineJob]:
     files), an environment alone."""
     if doc.kind in ("hot", "cfn"):
         env_sets = [[ex] for ex in ctx.examples] or [[os.path.abspath(e) for e in ctx.environments]]
-        return [EngineJob(ENGINE, doc, {"file": doc.abspath, "environments": envs, "parameters": ctx.parameters},
+        policy = confine.current().to_json()  # what the worker may read: the call's roots and size cap
+        return [EngineJob(ENGINE, doc, {"file": doc.abspath, "environments": envs, "parameters": ctx.parameters,
+                                        "confine": policy},
                           handover=lambda: handover(doc, ctx.read))
                 for envs in env_sets]
     if doc.kind == "environment":
-        return [EngineJob(ENGINE, doc, {"file": doc.abspath, "kind": "environment"})]
+        return [EngineJob(ENGINE, doc, {"file": doc.abspath, "kind": "environment",
+                                        "confine": confine.current().to_json()})]
     return []
 
 
@@ -44,7 +48,10 @@ def check(job: Job) -> Result:
     from heatclient.common import template_utils
 
     path = job["file"]
-    STATE["overlay"] = dict(job.get("overlay") or {})
+    overlay = dict(job.get("overlay") or {})
+    # heatclient resolves a template's path (a buffer named /dev/fd/63, a shell's <(cmd), to /proc/PID/fd/63)
+    STATE["overlay"] = {**{os.path.realpath(k): v for k, v in overlay.items()}, **overlay}
+    STATE["policy"] = confine.Policy.from_json(job.get("confine"))
     STATE["handed_over"] = {one["text"]: one["data"] for one in job.get("parsed") or []}
     deps: dict[str, None] = {}
     STATE["looked_for"] = deps

@@ -9,6 +9,8 @@ import os
 import re
 from typing import Any
 
+from nfvcat.core import confine
+from nfvcat.core.problems import NOT_REGULAR, OUTSIDE, TOO_LARGE
 from nfvcat.validation.emitted import ENGINE_FAILURE, HEAT_BUNDLE, HEAT_ENVIRONMENT, HEAT_VALIDATION, INVENTED_VALUE
 from nfvcat.validation.engines import heat_paths, heat_state, heat_values
 from nfvcat.validation.engines.heat_cloud_errors import cloud_cause
@@ -23,8 +25,12 @@ def bundle_finding(path: str, exc: Exception, environments: list[str]) -> dict[s
 
     missing = getattr(exc, "filename", None) or next(iter(re.findall(r"'(/[^']+)'", str(exc))), None)
     message = f"cannot bundle the template: {exc}"
+    rule = HEAT_BUNDLE.id
+    if isinstance(exc, confine.Refused):  # named, never read: the message says which file and why, no more
+        rule = {confine.Outside: OUTSIDE.id, confine.NotRegular: NOT_REGULAR.id}.get(type(exc), TOO_LARGE.id)
+        message = f"{exc.filename}: {exc.why}"
     if not missing:
-        return finding(HEAT_BUNDLE.id, [], message, ENGINE)
+        return finding(rule, [], message, ENGINE)
     for source in [path, *environments]:
         try:
             data = template_format.yaml.load(heat_state.text(source), Loader=template_format.yaml_loader)
@@ -32,8 +38,8 @@ def bundle_finding(path: str, exc: Exception, environments: list[str]) -> dict[s
             continue
         where = heat_paths.missing_file(data, os.path.dirname(os.path.abspath(source)), str(missing))
         if where:
-            return finding(HEAT_BUNDLE.id, where, message, ENGINE, None if source == path else os.path.abspath(source))
-    return finding(HEAT_BUNDLE.id, [], message, ENGINE)
+            return finding(rule, where, message, ENGINE, None if source == path else os.path.abspath(source))
+    return finding(rule, [], message, ENGINE)
 
 
 def finish(found: dict[str, Any], tpl: Any, files: dict[str, Any], invented: dict[str, Any],

@@ -15,6 +15,7 @@ import time
 from typing import Any
 from urllib.parse import unquote, urlparse
 
+from nfvcat.core import confine
 from nfvcat.validation.engines import heat_state, heat_values
 from nfvcat.validation.engines.heat_cloud_errors import client_plugins, cloud_error_types
 from nfvcat.validation.engines.heat_nested import validate_nested_strictly
@@ -91,8 +92,11 @@ def _local_only(url: str) -> bytes:
     """A file heatclient bundles: local only, the job's unsaved content (``overlay``) before the disk."""
     if urlparse(url).scheme != "file":
         raise ValueError(f"not fetched offline: {url}")
-    # Every file looked for is a dependency, found or not: adding a missing one changes the result.
+    # Every file looked for is a dependency, found or not: adding a missing one changes the result. One outside
+    # the call's roots is not even looked at (confine.Outside names it).
     path = unquote(urlparse(url).path)
+    if os.path.abspath(path) not in (STATE.get("overlay") or {}):
+        (STATE.get("policy") or confine.Policy()).check(path)
     STATE.setdefault("looked_for", {})[path] = None
     return heat_state.read(path)
 

@@ -230,8 +230,10 @@ def missing_file(tpl: Any, template_dir: str, missing: str) -> list[Any]:
     """The key that names a file heatclient could not read (a get_file, a nested template type)."""
     import os
 
+    from nfvcat.core.confine import reference_path
+
     def names_it(key: Any, value: Any) -> bool:
-        return isinstance(value, str) and os.path.normpath(os.path.join(template_dir, value)) == missing
+        return isinstance(value, str) and reference_path(value, template_dir) == os.path.normpath(missing)
 
     return _walk(tpl, names_it) or []
 

@@ -13,16 +13,19 @@ import os
 from typing import Any
 from urllib.parse import unquote, urlparse
 
+from nfvcat.core import confine
+
 ENGINE = "heat"  # the engine's name, as its jobs and findings carry it
 STATE: dict[str, Any] = {}
 
 
 def read(path: str) -> bytes:
+    """A file the job reads: its unsaved content, else the disk as the job's ``confine`` policy allows (under
+    the call's roots, a regular file, at most the size cap; confine.Refused otherwise, nothing read)."""
     text = STATE.get("overlay", {}).get(os.path.abspath(path))
     if text is not None:
         return str(text).encode("utf-8", "surrogatepass")
-    with open(path, "rb") as f:
-        return f.read()
+    return confine.read_bytes(path, policy=STATE.get("policy") or confine.Policy())
 
 
 def text(path: str) -> str:

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 from urllib import parse
 
-from nfvcat.core import hot
+from nfvcat.core import confine, hot
 from nfvcat.core.documents import Document
 from nfvcat.validation.emitted import SERVER_REQUEST
 from nfvcat.validation.engines.jobs import EngineJob, JobContext
@@ -80,10 +80,10 @@ def _text(doc: Document, value: Any, params: dict[str, Any]) -> str | None:
     if isinstance(value, dict) and len(value) == 1:
         (fn, arg), = value.items()
         if fn == "get_file" and isinstance(arg, str) and not parse.urlparse(arg).scheme:
-            try:
-                return (Path(doc.abspath).parent / arg).read_text(encoding="utf-8")
+            try:  # as the call's policy allows (confine): under its roots, a regular file, bounded
+                return confine.read_bytes(str(Path(doc.abspath).parent / arg)).decode("utf-8")
             except (OSError, UnicodeDecodeError):
-                return None  # E1002's
+                return None  # E1002's (E0015, E0016, E0004: confine.Refused)
         if fn == "get_resource" and isinstance(arg, str):
             resources = doc.data.get("resources") if isinstance(doc.data, dict) else None
             target = resources.get(arg) if isinstance(resources, dict) else None

@@ -29,9 +29,10 @@ from typing import Any
 
 import yaml
 
+from nfvcat.core import confine
 from nfvcat.core.documents import Document, display_path
 from nfvcat.validation.emitted import CSAR_STRUCTURE, ENGINE_FAILURE, TACKER_CSAR, TACKER_LCM, TOSCA_PARSER
-from nfvcat.validation.engines import tacker_lcm
+from nfvcat.validation.engines import tacker_lcm, tosca_files
 from nfvcat.validation.engines.jobs import EngineJob, JobContext
 from nfvcat.validation.engines.tosca_locate import QUOTED, locate
 from nfvcat.validation.engines.worker import Job, Result, finding, serve
@@ -75,7 +76,7 @@ def local_defs() -> dict[str, str]:
 def jobs(doc: Document, ctx: JobContext) -> list[EngineJob]:
     """tosca-parser (and tacker, for a CSAR) on every TOSCA template, VNFD and package."""
     if doc.kind in ("tosca", "vnfd", "csar"):
-        return [EngineJob(ENGINE, doc, {"file": doc.abspath, "kind": doc.kind})]
+        return [EngineJob(ENGINE, doc, {"file": doc.abspath, "kind": doc.kind, "confine": confine.current().to_json()})]
     return []
 
 
@@ -96,6 +97,7 @@ def setup() -> None:
 
     original_load = yamlparser.load_yaml
     defs = local_defs()
+    known = {os.path.abspath(p) for p in defs.values()}  # the SOL001 type files tacker ships: served offline
 
     def load_offline(path: str, a_file: bool = True) -> Any:
         if not a_file:
@@ -108,6 +110,14 @@ def setup() -> None:
         text = (_state.get("overlay") or {}).get(os.path.abspath(path))
         if text is not None:  # the file's unsaved content (an editor's buffer): parsed as load_yaml parses
             return yaml.load(text, Loader=yamlparser.yaml_loader)
+        if os.path.abspath(path) not in known:  # an import of the document's: as the call's policy allows
+            try:
+                return yaml.load(tosca_files.read(path, _state), Loader=yamlparser.yaml_loader)
+            except confine.Refused as exc:
+                ExceptionCollector.appendException(URLException(what=f'"{path}": {exc.why}'))
+                return None
+            except OSError:  # tosca-parser's own message
+                return original_load(path, a_file)
         return original_load(path, a_file)
 
     yamlparser.load_yaml = load_offline
@@ -115,6 +125,7 @@ def setup() -> None:
     tosca_template.YAML_LOADER = load_offline
 
     original_import = imports.ImportsLoader._load_import_template
+    tosca_files.watch_extraction(_state)
 
     def load_import(self: Any, import_name: str, import_uri_def: Any) -> Any:
         return original_import(self, import_name, _local_import(import_uri_def, self.path, defs))
@@ -422,6 +433,8 @@ def check(job: Job) -> Result:
     findings: list[dict[str, Any]] = []
     deps: dict[str, None] = {}
     _state["overlay"] = dict(job.get("overlay") or {})  # unsaved content by absolute path, read before the disk
+    _state["policy"] = confine.Policy.from_json(job.get("confine"))  # what an import may read
+    _state["extracted"] = []
     if job.get("kind") == "csar" or zipfile.is_zipfile(job["file"]):
         _check_csar(job, findings, deps)
     else:
