@@ -50,14 +50,17 @@ HEAT_ENVIRONMENT = Declared(
 
 SERVER_REQUEST = Declared(
     "E1006", "nova",
-    "Nova's API refuses the server request Heat sends",
+    "Nova's API refuses the server or server group request Heat sends",
     "Heat validates an OS::Nova::Server's properties by its own schema, not Nova's: Nova's API checks the "
     "request when the stack is created. nfvcat builds the request Heat sends (the user data wrapped as Heat's "
     "build_userdata wraps it for the server's user_data_format, HEAT_CFNTOOLS by default, a MIME multipart "
-    "with Heat's boot files; then base64 as novaclient sends it) and validates it with Nova's own validator "
+    "with Heat's boot files; then base64 as novaclient sends it; the ports of `networks` and the scheduler "
+    "hints, a resource of the template standing for its UUID) and validates it with Nova's own validator "
     "and schema of POST /servers: user_data at most 65,535 characters of base64, a name and metadata keys "
-    "and values at most 255. Properties that depend on the cloud (get_attr, an unset parameter) are not "
-    "checked.",
+    "and values at most 255, a scheduler hint `group` a server group's UUID (not its name); and with the API's "
+    "own reading of the requested networks (a port given twice). An OS::Nova::ServerGroup's body is checked "
+    "with the schema of POST /os-server-groups (2.64) and the API's rule that only anti-affinity takes `rules`. "
+    "Properties that depend on the cloud (get_attr, an unset parameter) are not checked.",
     "https://docs.openstack.org/api-ref/compute/#create-server")
 
 EXTRA_SPEC_INVALID = Declared(
@@ -88,6 +91,28 @@ PAGE_SIZE_NOT_OFFERED = Declared(
     "site's page sizes come from the site profile's `page_sizes` (x86_64's when absent). "
     "`small`, `large` and `any` are not checked.",
     "https://docs.openstack.org/nova/latest/admin/huge-pages.html")
+
+HUGE_PAGES_WHOLE = Declared(
+    "E2006", "nova",
+    "Memory that is not a whole number of the flavor's pages",
+    "With `hw:mem_page_size` the guest's memory is backed by pages of that size, and each NUMA cell's memory "
+    "(`hw:numa_mem.N`, or the flavor's RAM split over `hw:numa_nodes`) must be a whole number of them: Nova's "
+    "NUMA fitting (`NUMACell.can_fit_pagesize`) refuses every host cell otherwise, so every boot ends in "
+    "'No valid host' on any cloud. nfvcat runs Nova's own test of a host cell "
+    "(`hardware._numa_cell_supports_pagesize_request`) on each cell against a cell with every page size "
+    "of the site (`large` and `any` may take any of them) and memory to spare.",
+    "https://docs.openstack.org/nova/latest/admin/huge-pages.html")
+
+QOS_RULES_CONFLICT = Declared(
+    "E3006", "neutron",
+    "Neutron's API refuses a QoS rule beside the policy's other rules",
+    "Heat validates each OS::Neutron::QoS*Rule by its own schema; Neutron's QoS plugin then checks each new rule "
+    "against the rules its policy already has and answers 409 when the stack is created, half-built: two rules "
+    "of one type and direction (a `direction` left out is Heat's default, egress, and may collide), a minimum "
+    "bandwidth above the policy's own bandwidth limit in that direction, a directionless minimum packet rate "
+    "beside a directed one. nfvcat builds Neutron's own rule objects from the template's rules and runs "
+    "Neutron's own validator (`neutron.objects.qos.qos_policy_validator`) on them in the template's order.",
+    "https://docs.openstack.org/neutron/latest/admin/config-qos.html")
 
 TOSCA_PARSER = Declared(
     "E4001", "tosca",
