@@ -37,7 +37,9 @@ HEAT_BUNDLE = Declared(
     "A nested template, get_file or environment cannot be bundled",
     "python-heatclient's template utilities (what `openstack stack create` uses) cannot read "
     "a file the template or environment references: a nested template type, a get_file, or a "
-    "resource_registry entry. Remote URLs are not fetched offline.",
+    "resource_registry entry. An environment validated on its own has every file its resource_registry names "
+    "read relative to it, as `openstack stack create -e` does before Heat is called; a name that misspells a "
+    "file of that directory says which. Remote URLs are not fetched offline.",
     "https://docs.openstack.org/heat/latest/template_guide/composition.html")
 
 HEAT_ENVIRONMENT = Declared(

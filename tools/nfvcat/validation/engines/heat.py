@@ -51,7 +51,7 @@ def check(job: Job) -> Result:
     for env_path in job.get("environments") or []:
         deps[os.path.abspath(env_path)] = None
     if job.get("kind") == "environment":
-        return {"findings": heat_findings.environment_findings(path), "deps": deps}
+        return {"findings": heat_findings.environment_findings(path, deps), "deps": deps}
     STATE["aliases"] = {}
     try:
         tacker = tacker_base_hot(path)

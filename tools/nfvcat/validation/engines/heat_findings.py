@@ -16,13 +16,23 @@ from nfvcat.validation.engines.heat_state import ENGINE, STATE
 from nfvcat.validation.engines.worker import finding
 
 
-def bundle_finding(path: str, exc: Exception, environments: list[str]) -> dict[str, Any]:
+def bundle_finding(path: str, exc: Exception, environments: list[str], what: str = "template") -> dict[str, Any]:
     """E1002 at the key naming the file that could not be read (get_file, a template resource type, an
-    environment's resource_registry entry), in the template or in the environment that names it."""
+    environment's resource_registry entry), in the template or in the environment that names it; with the
+    file of that directory its name most likely misspells."""
     from heat.common import template_format
 
+    from nfvcat.core import spelling
+
     missing = getattr(exc, "filename", None) or next(iter(re.findall(r"'(/[^']+)'", str(exc))), None)
-    message = f"cannot bundle the template: {exc}"
+    message = f"cannot bundle the {what}: {exc}"
+    if missing:
+        try:
+            near = spelling.closest(os.path.basename(str(missing)), os.listdir(os.path.dirname(str(missing))))
+        except OSError:
+            near = None
+        if near:
+            message += f"; did you mean '{near}'?"
     if not missing:
         return finding(HEAT_BUNDLE.id, [], message, ENGINE)
     for source in [path, *environments]:
@@ -158,10 +168,14 @@ def heat_api_verdict(tpl: Any, files: dict[str, Any], env: dict[str, Any]) -> li
     return []
 
 
-def environment_findings(path: str) -> list[dict[str, Any]]:
-    """Heat's own environment parser and loader: sections, types, resource_registry entries."""
+def environment_findings(path: str, deps: dict[str, None] | None = None) -> list[dict[str, Any]]:
+    """Heat's own environment parser and loader: sections, types, resource_registry entries; then every file
+    the environment names read as `openstack stack create -e` reads it (heatclient's
+    process_multiple_environments_and_files: resource_registry files relative to the environment), before
+    Heat is called: one missing is E1002 at its entry."""
     from heat.common import environment_format
     from heat.engine import environment
+    from heatclient.common import template_utils
 
     text = heat_state.text(path)
     try:
@@ -172,6 +186,12 @@ def environment_findings(path: str) -> list[dict[str, Any]]:
     except Exception as exc:
         message = f"{type(exc).__name__}: {exc}"
     else:
+        try:
+            files, _ = template_utils.process_multiple_environments_and_files(env_paths=[path])
+        except Exception as exc:  # a file the environment names that cannot be read
+            return [bundle_finding(path, exc, [], "environment")]
+        if deps is not None:
+            deps.update(dict.fromkeys(heat_state.path_of(url) for url in files))
         return []
     try:  # the key the message names (a section, a registry entry)
         data = environment_format.yaml.load(text, Loader=environment_format.template_format.yaml_loader)
