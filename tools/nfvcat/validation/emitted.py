@@ -158,7 +158,9 @@ TACKER_LCM = Declared(
     "instances for a level, a default_level that is no level, a level's scale_info naming an aspect no "
     "ScalingAspects defines or a scale level above its max_scale_level, a step delta no "
     "VduScalingAspectDeltas defines (DeltaMissingInVnfd, raised only when the VNF is scaled) and deltas for "
-    "an aspect that does not exist are reported at their keys.",
+    "an aspect that does not exist are reported at their keys. A flavour's substitution_mappings flavour_id "
+    "that is not the flavour_id of the VNF node it substitutes (a node template of its node_type) leaves the "
+    "node's flavour without a topology: Tacker finds no such deployment flavour to instantiate.",
     "https://docs.openstack.org/tacker/latest/user/etsi_vnf_scaling.html")
 
 INVENTED_VALUE = Declared(

@@ -71,6 +71,11 @@ def _refine(data: Any, path: list[Any], names: list[str]) -> list[Any]:
             break
         path = [*path, below[0]]
         node = node[below[0]]
+    left = [n for n in names if n not in path]
+    if left and isinstance(node, (dict, list)):  # a name quoted deeper: an interface's operation, a delta
+        deeper = _find_key(node, left, path, depth=4)
+        if deeper and any(k in left for k in deeper[len(path):]):
+            return deeper
     return path
 
 
