@@ -28,8 +28,15 @@ CONSTRAINT_VALUES = {
     "rel_dns_name": ("vnf", "vnf2"), "expiration": ("2099-01-01T00:00:00Z", "2098-06-30T12:00:00Z"),
     "json_string": ("{}", "[]"), "timezone": ("UTC", "Europe/Paris"),
 }
-GENERIC_STRINGS = ["placeholder", "a", "0", "1", "a1", "Placeholder1", "192.0.2.1", "192.0.2.0/24",
-                   "fa:16:3e:00:00:01", "example.org", "2026-01-01T00:00:00Z"]
+# For a string no constraint or property schema shapes, one of each format a property may check in its own
+# code (an IP, a CIDR, a MAC, a number, a name...) in turn: each round of validation tries the next one, so an
+# error said to stay "whatever the value" has met a value of the format the property needed.
+GENERIC_STRINGS = ["placeholder", "192.0.2.1", "192.0.2.0/24", "fa:16:3e:00:00:01", "1", "a", "0", "a1",
+                   "Placeholder1", "example.org", "2026-01-01T00:00:00Z"]
+
+
+class Tried(tuple):
+    """The values earlier rounds invented for a parameter: the next round invents none of them."""
 _PAD = "aA0"
 
 
@@ -123,7 +130,8 @@ def invent_judged(name: str, schema: Any, tpl: Any, get_class: Any, context: Any
     uses = property_uses(tpl, name, get_class)
     items = _item_uses(tpl, name, get_class, uses) if schema.type in LIST_TYPES else {}
     made = _list_candidates(schema, uses, items) if items else _candidates(schema, uses)
-    candidates = [c for c in dict.fromkeys(made) if avoid is NOTHING or c != avoid]
+    avoided = avoid if isinstance(avoid, Tried) else () if avoid is NOTHING else (avoid,)
+    candidates = [c for c in dict.fromkeys(made) if c not in avoided]
     for value in candidates:
         if _accepted(name, schema, uses, value, context, items):
             return value, True

@@ -11,6 +11,9 @@ from nfvcat.validation.rules.base import Context, Rule
 
 # heat.common.config's default_user_data_format: what a server without user_data_format gets
 HEAT_DEFAULT_FORMAT = "HEAT_CFNTOOLS"
+# Types Heat's own part handler (heat/cloudinit/part_handler.py, attached to every server's user data but RAW's)
+# and cloudbase-init take
+HEAT_HANDLED = frozenset({"text/x-cfninitdata"})
 # The config resources whose config Heat hands to a server as cloud-config text
 _CLOUD_CONFIG_RESOURCES = ("OS::Heat::CloudConfig",)
 
@@ -22,7 +25,8 @@ class UserDataNotApplied(Rule):
                    "takes ('Unhandled unknown content-type'), so the VNF boots unconfigured without an error: "
                    "an OS::Heat::MultipartMime part without `subtype` gets the subtype Heat derives from its "
                    "`filename` (`setup.sh` makes text/setup, `userdata.yaml` text/userdata); a part of a MIME "
-                   "user data whose Content-Type cloud-init has no handler for; and `#cloud-config` user data (or "
+                   "user data whose Content-Type cloud-init has no handler for (unless the message brings a part "
+                   "handler of its own); and `#cloud-config` user data (or "
                    "an OS::Heat::CloudConfig, a MultipartMime) on a server without `user_data_format`: Heat's "
                    "default, HEAT_CFNTOOLS, hands it over as heat-cfntools data (text/x-cfninitdata, run as a "
                    "script by Heat's loguserdata.py), never as cloud-config. The types are cloud-init 22.4.2's "
@@ -77,6 +81,8 @@ class UserDataNotApplied(Rule):
     def _multipart_parts(self, doc: Document, ctx: Context) -> Iterator[RawFinding]:
         for name, body in hot.resources(doc.data, "OS::Heat::MultipartMime"):
             parts = hot.props(body).get("parts")
+            if any(self._handler(doc, part, ctx) for part in (parts if isinstance(parts, list) else [])):
+                continue  # a part handler of the author's own may take any type
             for i, part in enumerate(parts if isinstance(parts, list) else []):
                 if not isinstance(part, dict) or hot.resolve(doc.data, part.get("type", "text"), ctx.parameters) \
                         != "text":
@@ -85,21 +91,26 @@ class UserDataNotApplied(Rule):
                 filename = hot.resolve(doc.data, part.get("filename"), ctx.parameters) if "filename" in part else ""
                 if not isinstance(subtype, str) or not isinstance(filename, str):
                     continue  # known only at deploy time
-                key = "subtype" if subtype else "filename"
-                if not subtype and filename:  # MultipartMime._append_part
-                    subtype = os.path.splitext(filename)[0]
-                if not subtype:
-                    subtype = "plain"
+                if subtype or not filename:
+                    continue  # a subtype the author chose, or text/plain typed by its first line
+                subtype = os.path.splitext(filename)[0]  # MultipartMime._append_part
                 text = self._part_text(doc, part.get("config"), ctx)
                 ctype = cloudconfig.cloud_init_type(f"text/{subtype}", text) if text is not None else f"text/{subtype}"
-                if ctype in cloudconfig.HANDLED_TYPES or (ctype == "text/plain" and text is None):
+                if ctype in cloudconfig.HANDLED_TYPES or ctype in HEAT_HANDLED:
                     continue
-                how = (f"Heat derives subtype '{subtype}' from filename '{filename}'" if key == "filename"
-                       else f"subtype '{subtype}'")
-                yield self.finding(("resources", name, "properties", "parts", i, key),
-                                   f"part {i} of '{name}' is {ctype} ({how}): cloud-init has no handler for it and "
-                                   "drops the part at boot (Unhandled unknown content-type); give the subtype "
-                                   "cloud-init takes (cloud-config, x-shellscript, ...)")
+                yield self.finding(("resources", name, "properties", "parts", i, "filename"),
+                                   f"part {i} of '{name}' is {ctype} (without a subtype, Heat derives '{subtype}' "
+                                   f"from filename '{filename}'): cloud-init has no handler for it and drops the "
+                                   "part at boot (Unhandled unknown content-type); give the subtype cloud-init "
+                                   "takes (cloud-config, x-shellscript, ...)")
+
+    def _handler(self, doc: Document, part: Any, ctx: Context) -> bool:
+        """A part that registers a part handler (text/part-handler): it may handle types of its own."""
+        if not isinstance(part, dict):
+            return False
+        subtype = hot.resolve(doc.data, part.get("subtype"), ctx.parameters)
+        text = self._part_text(doc, part.get("config"), ctx)
+        return subtype == "part-handler" or (isinstance(text, str) and text.lower().startswith("#part-handler"))
 
     def _part_text(self, doc: Document, config: Any, ctx: Context) -> str | None:
         ref = hot.resource_ref(config)
@@ -122,8 +133,11 @@ class UserDataNotApplied(Rule):
                     continue
                 where = ("resources", name, "properties", prop)
                 block = cloudconfig.block_of(doc, where)
-                for part in cloudconfig.mime_parts(text):
-                    if part.content_type in cloudconfig.HANDLED_TYPES or part.content_type == "text/x-cfninitdata":
+                parts = cloudconfig.mime_parts(text)
+                if any(part.content_type == "text/part-handler" for part in parts):
+                    continue  # a part handler of the author's own may take any type
+                for part in parts:
+                    if part.content_type in cloudconfig.HANDLED_TYPES or part.content_type in HEAT_HANDLED:
                         continue
                     message = (f"{prop} MIME part {part.index + 1} is {part.content_type}: cloud-init has no handler "
                                "for it and drops the part at boot (Unhandled unknown content-type)")
