@@ -33,7 +33,7 @@ from nfvcat.core.documents import Document, display_path
 from nfvcat.validation.emitted import CSAR_STRUCTURE, ENGINE_FAILURE, TACKER_CSAR, TACKER_LCM, TOSCA_PARSER
 from nfvcat.validation.engines import tacker_lcm
 from nfvcat.validation.engines.jobs import EngineJob, JobContext
-from nfvcat.validation.engines.tosca_locate import QUOTED, locate
+from nfvcat.validation.engines.tosca_locate import QUOTED, STOPPED, crash_at_cause, locate
 from nfvcat.validation.engines.worker import Job, Result, finding, serve
 
 ENGINE = "tosca"
@@ -258,27 +258,12 @@ def _check_yaml(job: Job, findings: list[dict[str, Any]], deps: dict[str, None])
                                 f"{unresolved}", ENGINE))
         return
     located = [locate(message, docs or [(path, None)]) for message in errors]
-    for message, (where, key_path) in zip(errors, _crash_at_cause(errors, located), strict=True):
+    for message, (where, key_path) in zip(errors, crash_at_cause(errors, located), strict=True):
         findings.append(finding(TOSCA_PARSER.id, key_path, message, ENGINE,
                                 file=None if where == path else where))
     if not errors and job.get("kind") == "vnfd":
         for where, key_path, message in tacker_lcm.check(docs):
             findings.append(finding(TACKER_LCM.id, key_path, message, TACKER, file=None if where == path else where))
-
-
-STOPPED = "tosca-parser stopped early ("
-
-
-def _crash_at_cause(errors: list[str], located: list[tuple[str, list[Any]]]) -> list[tuple[str, list[Any]]]:
-    """Where each message is; tosca-parser stopping early (a crash on a bad value it had reported) is put at
-    the last error located before it, the value it stopped on, not at the top of the document."""
-    out = list(located)
-    for i, message in enumerate(errors):
-        if message.startswith(STOPPED) and not out[i][1]:
-            before = [place for place in out[:i] if place[1]]
-            if before:
-                out[i] = before[-1]
-    return out
 
 
 def _zip_docs(path: str, main: str) -> dict[str, str]:
@@ -399,7 +384,7 @@ def _check_csar(job: Job, findings: list[dict[str, Any]], deps: dict[str, None])
         texts = _zip_docs(path, main)
         docs = [(name, _safe_yaml(text)) for name, text in texts.items()]
         vnf = _vnf_package(path, [data for _, data in docs])
-        places = _crash_at_cause(errors, [locate(message, docs or [(main, None)]) for message in errors])
+        places = crash_at_cause(errors, [locate(message, docs or [(main, None)]) for message in errors])
         for message, (member, key_path) in zip(errors, places, strict=True):
             shown = _strip_tmp(message, workdir, display, src)
             findings.append(_zip_finding(TOSCA_PARSER.id, shown if vnf else f"{shown} ({GENERIC_CSAR})",
