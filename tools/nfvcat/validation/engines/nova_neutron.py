@@ -11,7 +11,7 @@ template's order, as Heat would create them one after the other.
 
 Neutron is a dependency of the product for this (pyproject.toml): its QoS objects import beside Nova's in one
 process (oslo.config options do not clash, unlike Heat's), ~0.6 s, once per worker and only when a template has a
-QoS policy with two rules or more.
+QoS policy with two rules or more (then kept out of the collector's reach: worker.load_frozen).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from nfvcat.core.documents import Document
 from nfvcat.validation.emitted import QOS_RULES_CONFLICT
 from nfvcat.validation.engines.jobs import EngineJob, JobContext
 from nfvcat.validation.engines.nova_server import stand_in
-from nfvcat.validation.engines.worker import Job, Result, finding
+from nfvcat.validation.engines.worker import Job, Result, finding, load_frozen
 
 ENGINE = "nova"
 LABEL = "neutron"  # whose verdict the findings are
@@ -81,9 +81,8 @@ class _Policy:
 
 
 def check(job: Job) -> Result:
-    from neutron.objects.qos import qos_policy_validator as checker
-    from neutron.objects.qos import rule as rule_objects
-    from neutron_lib import exceptions
+    checker, rule_objects, exceptions = load_frozen(
+        "neutron.objects.qos.qos_policy_validator", "neutron.objects.qos.rule", "neutron_lib.exceptions")
 
     spec = job["qos_policy"]
     policy = _Policy(str(spec["name"]))

@@ -36,7 +36,7 @@ from nfvcat.core import hot
 from nfvcat.core.documents import Document
 from nfvcat.validation.emitted import SERVER_REQUEST
 from nfvcat.validation.engines.jobs import EngineJob, JobContext
-from nfvcat.validation.engines.worker import Job, Result, finding
+from nfvcat.validation.engines.worker import Job, Result, finding, load_frozen
 
 ENGINE = "nova"
 HEAT_DEFAULT_FORMAT = "HEAT_CFNTOOLS"  # heat.common.config's default_user_data_format (a test compares)
@@ -270,9 +270,7 @@ def check(job: Job) -> Result:
 def _networks(ports: list[list[str] | None]) -> list[dict[str, Any]]:
     """Nova's API's own reading of the requested networks (ServersController._get_requested_networks): a port
     given twice is refused. An item without a known port stands for a port of its own (Heat makes one)."""
-    from nova.api.openstack.compute import servers
-    from webob import exc
-
+    servers, exc = load_frozen("nova.api.openstack.compute.servers", "webob.exc")
     requested = [{"port": p[0] if p else stand_in(f"heat-port-{i}")} for i, p in enumerate(ports)]
     controller = servers.ServersController.__new__(servers.ServersController)  # no set-up: a pure method
     for last in range(1, len(requested) + 1):  # the first item that makes the list refused
