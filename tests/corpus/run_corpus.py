@@ -65,7 +65,8 @@ def nfvcat_verdicts(files: list[str], command: list[str]) -> dict[str, list[dict
                               capture_output=True, text=True, env={**os.environ, "NFVCAT_NO_SERVER": "1"})
         if "Traceback" in proc.stderr:
             raise SystemExit(f"nfvcat crashed on {chunk[0]}...: {proc.stderr[-2000:]}")
-        for f in json.loads(proc.stdout):
+        report = json.loads(proc.stdout)
+        for f in report["findings"] if isinstance(report, dict) else report:
             out[os.path.abspath(str(f["file"]))].append(f)
     return out
 

@@ -101,3 +101,19 @@ def test_e0014_knows_the_algorithms_tacker_knows() -> None:
 
     assert set(ALGORITHMS) == set(HASH_DICT)
     assert all(HASH_DICT[k]().name == v for k, v in ALGORITHMS.items())
+
+
+def test_e3006_takes_heats_defaults_for_the_properties_left_out() -> None:
+    """The rule Neutron is given is the one Heat sends: Heat's schema default for each property left out."""
+    from heat.engine import resources
+
+    from nfvcat.validation.engines.nova_neutron import _FIELDS, HEAT_DEFAULTS
+
+    resources.initialise()
+    from heat.engine import resources as registry
+
+    env = registry.global_env()
+    for heat_type, defaults in HEAT_DEFAULTS.items():
+        schema = env.get_class(heat_type).properties_schema
+        heats = {k: s.default for k, s in schema.items() if k in _FIELDS and s.default is not None}
+        assert heats == defaults, heat_type

@@ -2,7 +2,7 @@
 OVS-DPDK and which plain OVS, with their VLAN ranges, as Neutron's ML2 would say; the [pci] aliases the
 catalog's flavors name; the kinds of compute host (an inventory's roles) with the virtual switch each runs;
 and, optionally, the memory page sizes the site's compute hosts offer (``page_sizes: [4K, 2M, 1G]``, x86_64's
-by default)."""
+by default); the networking-sfc driver (``sfc: {driver: ovs}``, ovs by default)."""
 
 from __future__ import annotations
 
@@ -40,6 +40,13 @@ class SiteProfile:
         kinds = self.data.get("host_kinds")
         kind = kinds.get(role) if isinstance(kinds, dict) else None
         return str(kind.get("vswitch") or "ovs") if isinstance(kind, dict) else "ovs"
+
+    def sfc_driver(self) -> str:
+        """The networking-sfc driver of the site (``sfc: {driver: ovs}``): ``ovs`` by default, the driver the
+        catalog's service chains are made for."""
+        sfc = self.data.get("sfc")
+        driver = sfc.get("driver") if isinstance(sfc, dict) else None
+        return str(driver or "ovs")
 
     def vlan_ranges(self, name: Any) -> list[str]:
         entry = self.physnets.get(name) if isinstance(name, str) else None

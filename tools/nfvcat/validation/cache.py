@@ -19,7 +19,7 @@ from nfvcat.core.dirs import cache_base
 
 ENGINE_PACKAGES = {
     "heat": ("openstack-heat", "python-heatclient"),
-    "nova": ("nova",),
+    "nova": ("nova", "neutron"),  # the Nova worker also runs Neutron's API checks (engines/nova_neutron.py)
     "tosca": ("tosca-parser", "tacker"),
 }
 

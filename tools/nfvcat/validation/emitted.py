@@ -37,7 +37,9 @@ HEAT_BUNDLE = Declared(
     "A nested template, get_file or environment cannot be bundled",
     "python-heatclient's template utilities (what `openstack stack create` uses) cannot read "
     "a file the template or environment references: a nested template type, a get_file, or a "
-    "resource_registry entry. Remote URLs are not fetched offline.",
+    "resource_registry entry. An environment validated on its own has every file its resource_registry names "
+    "read relative to it, as `openstack stack create -e` does before Heat is called; a name that misspells a "
+    "file of that directory says which. Remote URLs are not fetched offline.",
     "https://docs.openstack.org/heat/latest/template_guide/composition.html")
 
 HEAT_ENVIRONMENT = Declared(
@@ -50,14 +52,17 @@ HEAT_ENVIRONMENT = Declared(
 
 SERVER_REQUEST = Declared(
     "E1006", "nova",
-    "Nova's API refuses the server request Heat sends",
+    "Nova's API refuses the server or server group request Heat sends",
     "Heat validates an OS::Nova::Server's properties by its own schema, not Nova's: Nova's API checks the "
     "request when the stack is created. nfvcat builds the request Heat sends (the user data wrapped as Heat's "
     "build_userdata wraps it for the server's user_data_format, HEAT_CFNTOOLS by default, a MIME multipart "
-    "with Heat's boot files; then base64 as novaclient sends it) and validates it with Nova's own validator "
+    "with Heat's boot files; then base64 as novaclient sends it; the ports of `networks` and the scheduler "
+    "hints, a resource of the template standing for its UUID) and validates it with Nova's own validator "
     "and schema of POST /servers: user_data at most 65,535 characters of base64, a name and metadata keys "
-    "and values at most 255. Properties that depend on the cloud (get_attr, an unset parameter) are not "
-    "checked.",
+    "and values at most 255, a scheduler hint `group` a server group's UUID (not its name); and with the API's "
+    "own reading of the requested networks (a port given twice). An OS::Nova::ServerGroup's body is checked "
+    "with the schema of POST /os-server-groups (2.64) and the API's rule that only anti-affinity takes `rules`. "
+    "Properties that depend on the cloud (get_attr, an unset parameter) are not checked.",
     "https://docs.openstack.org/api-ref/compute/#create-server")
 
 EXTRA_SPEC_INVALID = Declared(
@@ -88,6 +93,28 @@ PAGE_SIZE_NOT_OFFERED = Declared(
     "site's page sizes come from the site profile's `page_sizes` (x86_64's when absent). "
     "`small`, `large` and `any` are not checked.",
     "https://docs.openstack.org/nova/latest/admin/huge-pages.html")
+
+HUGE_PAGES_WHOLE = Declared(
+    "E2006", "nova",
+    "Memory that is not a whole number of the flavor's pages",
+    "With `hw:mem_page_size` the guest's memory is backed by pages of that size, and each NUMA cell's memory "
+    "(`hw:numa_mem.N`, or the flavor's RAM split over `hw:numa_nodes`) must be a whole number of them: Nova's "
+    "NUMA fitting (`NUMACell.can_fit_pagesize`) refuses every host cell otherwise, so every boot ends in "
+    "'No valid host' on any cloud. nfvcat runs Nova's own test of a host cell "
+    "(`hardware._numa_cell_supports_pagesize_request`) on each cell against a cell with every page size "
+    "of the site (`large` and `any` may take any of them) and memory to spare.",
+    "https://docs.openstack.org/nova/latest/admin/huge-pages.html")
+
+QOS_RULES_CONFLICT = Declared(
+    "E3006", "neutron",
+    "Neutron's API refuses a QoS rule beside the policy's other rules",
+    "Heat validates each OS::Neutron::QoS*Rule by its own schema; Neutron's QoS plugin then checks each new rule "
+    "against the rules its policy already has and answers 409 when the stack is created, half-built: two rules "
+    "of one type and direction (a `direction` left out is Heat's default, egress, and may collide), a minimum "
+    "bandwidth above the policy's own bandwidth limit in that direction, a directionless minimum packet rate "
+    "beside a directed one. nfvcat builds Neutron's own rule objects from the template's rules and runs "
+    "Neutron's own validator (`neutron.objects.qos.qos_policy_validator`) on them in the template's order.",
+    "https://docs.openstack.org/neutron/latest/admin/config-qos.html")
 
 TOSCA_PARSER = Declared(
     "E4001", "tosca",
@@ -131,14 +158,18 @@ TACKER_LCM = Declared(
     "instances for a level, a default_level that is no level, a level's scale_info naming an aspect no "
     "ScalingAspects defines or a scale level above its max_scale_level, a step delta no "
     "VduScalingAspectDeltas defines (DeltaMissingInVnfd, raised only when the VNF is scaled) and deltas for "
-    "an aspect that does not exist are reported at their keys.",
+    "an aspect that does not exist are reported at their keys. A flavour's substitution_mappings flavour_id "
+    "that is not the flavour_id of the VNF node it substitutes (a node template of its node_type) leaves the "
+    "node's flavour without a topology: Tacker finds no such deployment flavour to instantiate.",
     "https://docs.openstack.org/tacker/latest/user/etsi_vnf_scaling.html")
 
 INVENTED_VALUE = Declared(
     "W1005", "heat",
     "Heat rejects a value nfvcat invented for a parameter that has none",
     "To validate strictly, nfvcat gives each parameter without a value or default a value "
-    "that satisfies everything it declares and every property it feeds. A Heat error that may come from "
+    "that satisfies everything it declares and every property it feeds, of the type and format that property "
+    "needs (an IP, a CIDR, a MAC, an integer in range...; each item of a comma_delimited_list for what that "
+    "item feeds, `get_param: [list, 0]`). A Heat error that may come from "
     "such a value is decided by evidence: the stack is validated again with other invented values, and an "
     "error that stays the same (the values aside) is Heat's error whatever the value (E1001). It is a "
     "warning, naming the values tried, when it changes or goes with the value, when no other value could "

@@ -7,6 +7,7 @@ fetched on first use: see nfvcat.validation.cloudinit_schema for where it is loo
 
 from __future__ import annotations
 
+import datetime
 import json
 import re
 from functools import cache
@@ -83,6 +84,9 @@ def check(data: Any) -> list[tuple[list[Any], str]]:
         inner = _specific(err)
         if inner is not err:
             message += f" ({inner.message})"
+        if isinstance(inner.instance, (datetime.date, datetime.time)):
+            message += (" (an unquoted date or time: YAML, and cloud-init with it, reads it as a date, not a "
+                        "string; quote it)")
         path = list(inner.absolute_path)
         extra = _unexpected(inner)
         if extra:
@@ -101,17 +105,47 @@ _EXTRACTIONS = {"gz": ("gzip",), "gzip": ("gzip",), "gz+base64": ("base64", "gzi
                 "base64": ("base64",)}
 
 
+# cc_ntp (22.4.2): the clients it has a configuration for (NTP_CLIENT_CONFIG; DISTRO_CLIENT_CONFIG only
+# overrides these per distribution), and what supplemental_schema_validation requires of a client's
+# configuration once the user's ntp.config is merged over the client's own (an unknown client has none).
+NTP_CLIENTS = frozenset({"auto", "chrony", "ntp", "ntpdate", "openntpd", "systemd-timesyncd"})
+NTP_REQUIRED = ("check_exe", "confpath", "packages", "service_name")
+
+
+def _ntp_errors(data: Any) -> list[tuple[list[Any], str]]:
+    """cc_ntp.select_ntp_client gives a client it does not know an empty configuration: unless ntp.config
+    gives every key supplemental_schema_validation requires, the module raises at boot and NTP is not set up."""
+    ntp = data.get("ntp") if isinstance(data, dict) else None
+    if not isinstance(ntp, dict):
+        return []
+    client = ntp.get("ntp_client")
+    if not isinstance(client, str) or not client or client in NTP_CLIENTS or ntp.get("enabled") is False:
+        return []
+    config = ntp["config"] if isinstance(ntp.get("config"), dict) else {}
+    missing = [k for k in NTP_REQUIRED if k not in config]
+    if not missing and (config.get("template") or config.get("template_name")):
+        return []  # a client of the user's own, fully described
+    what = (f"Missing required ntp:config keys: {', '.join(missing)}" if missing else
+            "Either ntp:config:template or ntp:config:template_name values are required")
+    near = spelling.closest(client, NTP_CLIENTS - {"auto"})
+    return [(["ntp", "ntp_client"], f"ntp.ntp_client: cc_ntp knows no client '{client}' (it knows "
+             f"{', '.join(sorted(NTP_CLIENTS))}{f'; did you mean {near!r}?' if near else ''}) and ntp.config does "
+             f"not describe one: the module fails at boot (Invalid ntp configuration: {what}) and NTP is not "
+             "configured")]
+
+
 def module_errors(data: Any) -> list[tuple[list[Any], str]]:
     """(key path, message) for what cloud-init's modules refuse where its schema does not: cc_write_files
     decodes each item's content as its encoding says (base64.b64decode, then util.decomp_gzip that raises);
-    content that does not decode fails the module, and no file after it is written."""
+    content that does not decode fails the module, and no file after it is written. cc_ntp refuses a client it
+    does not know (``_ntp_errors``)."""
     import base64
     import binascii
     import gzip
     import zlib
 
     items = data.get("write_files") if isinstance(data, dict) else None
-    out: list[tuple[list[Any], str]] = []
+    out: list[tuple[list[Any], str]] = _ntp_errors(data)
     for i, item in enumerate(items if isinstance(items, list) else []):
         if not isinstance(item, dict) or item.get("defer") is True or not isinstance(item.get("encoding"), str):
             continue

@@ -58,7 +58,7 @@ def check(job: Job) -> Result:
     for env_path in job.get("environments") or []:
         deps[os.path.abspath(env_path)] = None
     if job.get("kind") == "environment":
-        return {"findings": heat_findings.environment_findings(path), "deps": deps}
+        return {"findings": heat_findings.environment_findings(path, deps), "deps": deps}
     STATE["aliases"] = {}
     try:
         tacker = tacker_base_hot(path)
@@ -82,11 +82,30 @@ def check(job: Job) -> Result:
     if job.get("mode") == "heat-api":
         return {"findings": heat_findings.heat_api_verdict(tpl, files, env), "deps": deps}
     first = _round(tpl, files, env, params, {})
-    if any(f["id"] == INVENTED_VALUE.id for f in first.findings):
-        # A would-be W1005: validated again with other invented values; only what changes or goes is W1005.
-        second = _round(tpl, files, env, params, first.by_stack)
-        return {"findings": heat_findings.settle(first.findings, second.findings, second.by_template), "deps": deps}
-    return {"findings": heat_findings.settle(first.findings, [], {}), "deps": deps}
+    later: list[Round] = []
+    pending = {heat_findings.key(f) for f in first.findings if f["id"] == INVENTED_VALUE.id}
+    tried = {stack: {n: heat_values.Tried((v,)) for n, v in values.items()} for stack, values in first.by_stack.items()}
+    while pending and len(later) < MORE_ROUNDS:
+        # A would-be W1005: validated again with other invented values (of another format each round) while it
+        # stays; only what changes or goes is W1005.
+        again = _round(tpl, files, env, params, tried)
+        later.append(again)
+        pending &= {heat_findings.key(f) for f in again.findings}
+        new = False
+        for stack, values in again.by_stack.items():
+            for n, v in values.items():
+                before = tried.setdefault(stack, {}).get(n, heat_values.Tried())
+                if v not in before:
+                    tried[stack][n], new = heat_values.Tried((*before, v)), True
+        if not new:
+            break  # no other value left to try
+    return {"findings": heat_findings.settle(first.findings, [r.findings for r in later],
+                                             [r.by_template for r in later]), "deps": deps}
+
+
+# Rounds after the first for a finding that may come from an invented value: one per format of
+# heat_values.GENERIC_STRINGS' first ones (an IP, a CIDR, a MAC, a number) after the first's word.
+MORE_ROUNDS = 4
 
 
 @dataclass

@@ -18,17 +18,27 @@ from nfvcat.validation.engines.heat_state import ENGINE, STATE
 from nfvcat.validation.engines.worker import finding
 
 
-def bundle_finding(path: str, exc: Exception, environments: list[str]) -> dict[str, Any]:
+def bundle_finding(path: str, exc: Exception, environments: list[str], what: str = "template") -> dict[str, Any]:
     """E1002 at the key naming the file that could not be read (get_file, a template resource type, an
-    environment's resource_registry entry), in the template or in the environment that names it."""
+    environment's resource_registry entry), in the template or in the environment that names it; with the
+    file of that directory its name most likely misspells."""
     from heat.common import template_format
 
+    from nfvcat.core import spelling
+
     missing = getattr(exc, "filename", None) or next(iter(re.findall(r"'(/[^']+)'", str(exc))), None)
-    message = f"cannot bundle the template: {exc}"
+    message = f"cannot bundle the {what}: {exc}"
     rule = HEAT_BUNDLE.id
     if isinstance(exc, confine.Refused):  # named, never read: the message says which file and why, no more
         rule = {confine.Outside: OUTSIDE.id, confine.NotRegular: NOT_REGULAR.id}.get(type(exc), TOO_LARGE.id)
         message = f"{exc.filename}: {exc.why}"
+    elif missing:  # a file of the project that is not there: the one its name most likely misspells
+        try:
+            near = spelling.closest(os.path.basename(str(missing)), os.listdir(os.path.dirname(str(missing))))
+        except OSError:
+            near = None
+        if near:
+            message += f"; did you mean '{near}'?"
     if not missing:
         return finding(rule, [], message, ENGINE)
     for source in [path, *environments]:
@@ -98,34 +108,40 @@ def _masked(message: str, values: list[Any]) -> str:
     return _QUOTED.sub(mask, message)
 
 
+def key(f: dict[str, Any]) -> tuple[Any, ...]:
+    """What makes two rounds' findings the same: file, path, message with the invented values masked."""
+    return _key(f)
+
+
 def _key(f: dict[str, Any]) -> tuple[Any, ...]:
     message = f.get("heat_message", f["message"])
     return f.get("file"), tuple(map(str, f["path"])), _masked(message, f.get("all_invented", []))
 
 
-def settle(first: list[dict[str, Any]], second: list[dict[str, Any]],
-           values: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+def settle(first: list[dict[str, Any]], rounds: list[list[dict[str, Any]]],
+           values: list[dict[str, dict[str, Any]]]) -> list[dict[str, Any]]:
     """W1005 by evidence: a first round's finding that may depend on an invented value is an error (E1001,
-    Heat's message) when a second round, with other values (``values``: what it invented, by template: ''
-    for the top level, a nested template's URL), finds the same, the values masked; W1005 naming the values
-    tried when it changes or goes, when no other value could be tried, or when no value nfvcat can make
-    satisfies the parameter's constraints and every property it feeds (a user's may: no evidence)."""
-    again = {_key(f) for f in second}
+    Heat's message) when every later round, each with other values (``values``: what each invented, by
+    template: '' for the top level, a nested template's URL), finds the same, the values masked; W1005 naming
+    the values tried when it changes or goes, when no other value could be tried, or when no value nfvcat can
+    make satisfies the parameter's constraints and every property it feeds (a user's may: no evidence)."""
+    agains = [{_key(f) for f in found} for found in rounds]
     out = []
     for f in first:
         tried = f.get("tried")
         if f["id"] != INVENTED_VALUE.id or not isinstance(tried, dict):
             out.append(f)
             continue
-        later = values.get(f.get("scope", ""), {})
-        other = {n: later[n] for n in tried if n in later and later[n] != tried[n]}
-        if other and f.get("fit") and _key(f) in again:  # fit values, and another gives the same: no value will do
-            fed = ", ".join(f"{n} (invented {_short(repr(v))}, then {_short(repr(other[n]))})" for n, v in tried.items()
+        laters = [v.get(f.get("scope", ""), {}) for v in values]
+        other = {n: vs for n in tried if (vs := [later[n] for later in laters if n in later and later[n] != tried[n]])}
+        stays = bool(agains) and all(_key(f) in again for again in agains)
+        if other and f.get("fit") and stays:  # fit values, and others give the same: no value will do
+            fed = ", ".join(f"{n} (invented {_short(repr(v))}, then {_then(other[n])})" for n, v in tried.items()
                             if n in other)
             out.append({**f, "id": HEAT_VALIDATION.id, "message": f"{f['heat_message']} [whatever the value of "
                         f"parameter {fed}]"})
             continue
-        shown = ", ".join(f"{n}={_short(repr(v))}" + (f", then {_short(repr(other[n]))}" if n in other else "")
+        shown = ", ".join(f"{n}={_short(repr(v))}" + (f", then {_then(other[n])}" if n in other else "")
                           for n, v in tried.items())
         if f.get("fit") is False:
             why = (f"about the value nfvcat invented for a parameter without one ({shown}): no value it can make "
@@ -136,6 +152,10 @@ def settle(first: list[dict[str, Any]], second: list[dict[str, Any]],
             why = f"about the only value nfvcat could invent for a parameter without one ({shown})"
         out.append({**f, "message": f"{f['heat_message']} ({why}; give it a value with -P/-e to validate this)"})
     return [{k: v for k, v in f.items() if k not in _WORKING} for f in out]
+
+
+def _then(values: list[Any]) -> str:
+    return ", ".join(_short(repr(v)) for v in dict.fromkeys(values))
 
 
 _WORKING = ("heat_message", "tried", "scope", "all_invented", "fit")  # what settle reads, not sent
@@ -164,10 +184,14 @@ def heat_api_verdict(tpl: Any, files: dict[str, Any], env: dict[str, Any]) -> li
     return []
 
 
-def environment_findings(path: str) -> list[dict[str, Any]]:
-    """Heat's own environment parser and loader: sections, types, resource_registry entries."""
+def environment_findings(path: str, deps: dict[str, None] | None = None) -> list[dict[str, Any]]:
+    """Heat's own environment parser and loader: sections, types, resource_registry entries; then every file
+    the environment names read as `openstack stack create -e` reads it (heatclient's
+    process_multiple_environments_and_files: resource_registry files relative to the environment), before
+    Heat is called: one missing is E1002 at its entry."""
     from heat.common import environment_format
     from heat.engine import environment
+    from heatclient.common import template_utils
 
     text = heat_state.text(path)
     try:
@@ -178,6 +202,12 @@ def environment_findings(path: str) -> list[dict[str, Any]]:
     except Exception as exc:
         message = f"{type(exc).__name__}: {exc}"
     else:
+        try:
+            files, _ = template_utils.process_multiple_environments_and_files(env_paths=[path])
+        except Exception as exc:  # a file the environment names that cannot be read
+            return [bundle_finding(path, exc, [], "environment")]
+        if deps is not None:
+            deps.update(dict.fromkeys(heat_state.path_of(url) for url in files))
         return []
     try:  # the key the message names (a section, a registry entry)
         data = environment_format.yaml.load(text, Loader=environment_format.template_format.yaml_loader)

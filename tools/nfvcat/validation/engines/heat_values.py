@@ -17,14 +17,26 @@ from re import _constants as sre_constants  # type: ignore[attr-defined]
 from re import _parser as sre_parse  # type: ignore[attr-defined]
 from typing import Any
 
+# Values of the format each of Heat's offline custom constraints checks: two of each, so that a second round
+# of validation tries another value of the same format (an error that stays is the template's, whatever the
+# value; one that goes came from the value).
 CONSTRAINT_VALUES = {
-    "ip_addr": "192.0.2.1", "net_cidr": "192.0.2.0/24", "ip_or_cidr": "192.0.2.0/24",
-    "mac_addr": "fa:16:3e:00:00:01", "iso_8601": "2026-01-01T00:00:00Z", "cron_expression": "0 * * * *",
-    "dns_name": "vnf.example.org", "dns_domain": "example.org.", "rel_dns_name": "vnf",
-    "expiration": "2099-01-01T00:00:00Z", "json_string": "{}", "timezone": "UTC",
+    "ip_addr": ("192.0.2.1", "198.51.100.1"), "net_cidr": ("192.0.2.0/24", "198.51.100.0/24"),
+    "ip_or_cidr": ("192.0.2.0/24", "198.51.100.1"), "mac_addr": ("fa:16:3e:00:00:01", "fa:16:3e:00:00:02"),
+    "iso_8601": ("2026-01-01T00:00:00Z", "2027-06-30T12:00:00Z"), "cron_expression": ("0 * * * *", "30 2 * * 1"),
+    "dns_name": ("vnf.example.org", "vnf2.example.net"), "dns_domain": ("example.org.", "example.net."),
+    "rel_dns_name": ("vnf", "vnf2"), "expiration": ("2099-01-01T00:00:00Z", "2098-06-30T12:00:00Z"),
+    "json_string": ("{}", "[]"), "timezone": ("UTC", "Europe/Paris"),
 }
-GENERIC_STRINGS = ["placeholder", "a", "0", "1", "a1", "Placeholder1", "192.0.2.1", "192.0.2.0/24",
-                   "fa:16:3e:00:00:01", "example.org", "2026-01-01T00:00:00Z"]
+# For a string no constraint or property schema shapes, one of each format a property may check in its own
+# code (an IP, a CIDR, a MAC, a number, a name...) in turn: each round of validation tries the next one, so an
+# error said to stay "whatever the value" has met a value of the format the property needed.
+GENERIC_STRINGS = ["placeholder", "192.0.2.1", "192.0.2.0/24", "fa:16:3e:00:00:01", "1", "a", "0", "a1",
+                   "Placeholder1", "example.org", "2026-01-01T00:00:00Z"]
+
+
+class Tried(tuple):
+    """The values earlier rounds invented for a parameter: the next round invents none of them."""
 _PAD = "aA0"
 
 
@@ -116,11 +128,53 @@ def invent_judged(name: str, schema: Any, tpl: Any, get_class: Any, context: Any
                   for p in json_paths(tpl, name)}
         return _json_tree(leaves), False
     uses = property_uses(tpl, name, get_class)
-    candidates = [c for c in dict.fromkeys(_candidates(schema, uses)) if avoid is NOTHING or c != avoid]
+    items = _item_uses(tpl, name, get_class, uses) if schema.type in LIST_TYPES else {}
+    made = _list_candidates(schema, uses, items) if items else _candidates(schema, uses)
+    avoided = avoid if isinstance(avoid, Tried) else () if avoid is NOTHING else (avoid,)
+    candidates = [c for c in dict.fromkeys(made) if c not in avoided]
     for value in candidates:
-        if _accepted(name, schema, uses, value, context):
+        if _accepted(name, schema, uses, value, context, items):
             return value, True
     return (candidates[0] if candidates else "placeholder"), False
+
+
+LIST_TYPES = ("CommaDelimitedList", "comma_delimited_list")
+
+
+def _item_uses(tpl: Any, name: str, get_class: Any, uses: list[Any]) -> dict[int | None, list[Any]]:
+    """The property schemas a list parameter's items feed: by index for ``get_param: [name, i]``, and under
+    None the item schema of a list property the whole list feeds."""
+    out: dict[int | None, list[Any]] = {}
+    for path in json_paths(tpl, name):
+        if len(path) == 1 and isinstance(path[0], int) and 0 <= path[0] < 64:
+            out.setdefault(path[0], []).extend(property_uses(tpl, name, get_class, (path[0],)))
+    for use in uses:
+        item = use.schema.get("*") if use.type == use.LIST and use.schema else None
+        if item is not None:
+            out.setdefault(None, []).append(item)
+    return {k: v for k, v in out.items() if v}
+
+
+def _list_candidates(schema: Any, uses: list[Any], items: dict[int | None, list[Any]]) -> list[Any]:
+    """Lists whose items fit every property an item feeds (an IP for an ip_address, a CIDR for a cidr...):
+    as many items as the template reads (and the parameter's length asks), each index its own candidates
+    (the k-th list takes each index's k-th), an item the whole list feeds and an index fed nothing those of
+    every item."""
+    import types
+
+    low, _ = _length(_constraints(schema))
+    count = max([low, 1, *((i + 1) for i in items if i is not None)])
+    item_schema = types.SimpleNamespace(type="String", constraints=[
+        c for c in _constraints(schema) if type(c).__name__ in ("AllowedValues", "AllowedPattern")])
+
+    def strings(fed: list[Any]) -> list[str]:
+        return [str(v) for v in dict.fromkeys(_candidates(item_schema, fed)) if "," not in str(v)] or ["a"]
+
+    every = items.get(None, [])
+    per_index = [strings(items.get(i, []) + every) for i in range(count)]
+    depth = max(len(c) for c in per_index)
+    made = [",".join(c[min(k, len(c) - 1)] for c in per_index) for k in range(depth)]
+    return made + _candidates(schema, uses)
 
 
 def _leaf(uses: list[Any], context: Any) -> Any:
@@ -138,7 +192,8 @@ def _leaf(uses: list[Any], context: Any) -> Any:
     return "placeholder"
 
 
-def _accepted(name: str, schema: Any, uses: list[Any], value: Any, context: Any) -> bool:
+def _accepted(name: str, schema: Any, uses: list[Any], value: Any, context: Any,
+              items: dict[int | None, list[Any]] | None = None) -> bool:
     from heat.engine import parameters, properties
 
     try:
@@ -147,6 +202,10 @@ def _accepted(name: str, schema: Any, uses: list[Any], value: Any, context: Any)
         resolved = param.value()
         for use in uses:
             properties.Property(use, name=name, context=context).get_value(resolved, validate=True)
+        for index, fed in (items or {}).items():  # each item read, for what it feeds
+            for item in resolved if index is None else [resolved[index]]:
+                for use in fed:
+                    properties.Property(use, name=name, context=context).get_value(item, validate=True)
     except Exception:
         return False
     return True
@@ -166,7 +225,7 @@ def _candidates(schema: Any, uses: list[Any]) -> list[Any]:
         if isinstance(c, constraints.AllowedValues):
             out += list(c.allowed)
         elif isinstance(c, constraints.CustomConstraint) and c.name in CONSTRAINT_VALUES:
-            out.append(CONSTRAINT_VALUES[c.name])
+            out += list(CONSTRAINT_VALUES[c.name])
     numeric = kind in ("Number", "number") or any(
         use.type in (use.INTEGER, use.NUMBER) for use in uses)
     if numeric:

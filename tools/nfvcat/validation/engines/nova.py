@@ -16,8 +16,14 @@ from nfvcat.catalog import units
 from nfvcat.catalog.flavors import pci_aliases
 from nfvcat.catalog.specs import sol001_specs, spec_str
 from nfvcat.core.documents import Document
-from nfvcat.validation.emitted import EXTRA_SPEC_INVALID, NUMA_CONSTRAINTS, PAGE_SIZE_NOT_OFFERED, UNKNOWN_NAMESPACE
-from nfvcat.validation.engines import nova_server
+from nfvcat.validation.emitted import (
+    EXTRA_SPEC_INVALID,
+    HUGE_PAGES_WHOLE,
+    NUMA_CONSTRAINTS,
+    PAGE_SIZE_NOT_OFFERED,
+    UNKNOWN_NAMESPACE,
+)
+from nfvcat.validation.engines import nova_neutron, nova_server
 from nfvcat.validation.engines.jobs import EngineJob, JobContext
 from nfvcat.validation.engines.worker import Job, Result, finding, serve
 
@@ -70,7 +76,7 @@ def jobs(doc: Document, ctx: JobContext) -> list[EngineJob]:
             "extra_specs": _string_specs(None, specs, {}), "pci_alias": pci_aliases(data),
             "page_sizes": list(ctx.rules.site.page_sizes_kb)}, ("extra_specs",))]
     if doc.kind == "hot":
-        return _hot_flavors(doc, ctx) + nova_server.jobs(doc, ctx)
+        return _hot_flavors(doc, ctx) + nova_server.jobs(doc, ctx) + nova_neutron.jobs(doc, ctx)
     if doc.kind == "vnfd":
         out = []
         for where, _ in _vnfd_flavors(doc.data):
@@ -190,6 +196,10 @@ def check(job: Job) -> Result:
 
     if "server" in job:
         return nova_server.check(job)
+    if "qos_policy" in job:
+        return nova_neutron.check(job)
+    if "server_group" in job:
+        return nova_server.check_server_group(job)
     specs = {str(k): str(v) for k, v in (job.get("extra_specs") or {}).items()}
     findings: list[dict[str, Any]] = []
     for key, value in specs.items():
@@ -272,13 +282,48 @@ def _page_size(flavor: Any, image: dict[str, Any], sizes: Any) -> list[dict[str,
     if not isinstance(sizes, list) or not sizes:
         return []
     size = hardware._get_numa_pagesize_constraint(flavor, objects.ImageMeta.from_dict(image))
-    if size is None or size < 0 or int(size) in sizes:  # none asked, or small/large/any
+    if size is None:
         return []
+    if size < 0 or int(size) in sizes:  # small/large/any, or a size the site offers
+        return _whole_pages(flavor, image, sizes)
     request = flavor.extra_specs.get("hw:mem_page_size")
     offered = ", ".join(_kib_label(s) for s in sorted(sizes))
     return [finding(PAGE_SIZE_NOT_OFFERED.id, ["hw:mem_page_size"], f"hw:mem_page_size {request} asks for "
                     f"{_kib_label(int(size))} pages; the site's hosts offer {offered}: no host can boot this "
                     "flavor (the NUMA topology filter finds none)", ENGINE)]
+
+
+def _whole_pages(flavor: Any, image: dict[str, Any], sizes: list[int]) -> list[dict[str, Any]]:
+    """Each NUMA cell's memory against the page sizes it may take, by Nova's own test of a host cell
+    (hardware._numa_cell_supports_pagesize_request, NUMACell.can_fit_pagesize): a cell whose memory is not a
+    whole number of pages of any size it may take fits no host cell of the site, however large (NoValidHost)."""
+    from nova import objects
+    from nova.virt import hardware
+
+    topology = hardware.numa_get_constraints(flavor, objects.ImageMeta.from_dict(image))
+    if topology is None:
+        return []
+    host = objects.NUMACell(  # a host cell with every page size of the site and memory to spare
+        id=0, cpuset=set(), pcpuset=set(), memory=2**30, cpu_usage=0, memory_usage=0, siblings=[],
+        pinned_cpus=set(), network_metadata=objects.NetworkMetadata(physnets=set(), tunneled=False),
+        mempages=[objects.NUMAPagesTopology(size_kb=s, total=2**40 // s, used=0, reserved=0) for s in sizes])
+    out = []
+    for cell in topology.cells:
+        allowed = {hardware.MEMPAGES_LARGE: sorted(sizes)[1:], hardware.MEMPAGES_ANY: sizes}.get(
+            cell.pagesize, [cell.pagesize])
+        if not allowed or hardware._numa_cell_supports_pagesize_request(host, cell) is not None:
+            continue  # no large page size at the site is not about whole pages
+        request = flavor.extra_specs.get("hw:mem_page_size")
+        cells = len(topology.cells)
+        whose = f"NUMA cell {cell.id}'s memory ({cell.memory} MiB)" if cells > 1 else \
+            f"the flavor's memory ({cell.memory} MiB)"
+        keys = ["hw:mem_page_size"] + ([f"hw:numa_mem.{cell.id}"] if f"hw:numa_mem.{cell.id}" in
+                                       flavor.extra_specs else [])
+        out.append(finding(HUGE_PAGES_WHOLE.id, keys[-1:], f"{whose} is not a whole number of "
+                           f"{' or '.join(_kib_label(s) for s in allowed)} pages (hw:mem_page_size {request}): Nova's "
+                           "NUMA fitting (NUMACell.can_fit_pagesize) places it on no host, whatever the cloud "
+                           "(No valid host)", ENGINE))
+    return out
 
 
 def _kib_label(kib: int) -> str:

@@ -52,7 +52,7 @@ def check(docs: list[tuple[str, Any]]) -> list[Problem]:
 
     vnfd = Vnfd("nfvcat")
     vnfd.definitions = {name: data for name, data in docs if isinstance(data, dict)}
-    out: list[Problem] = []
+    out: list[Problem] = _flavour_ids(docs)
     for name, data in docs:
         fid = _flavour(data)
         if fid is None or vnfd.get_vnfd_flavour(fid) is not data:
@@ -67,6 +67,39 @@ def check(docs: list[tuple[str, Any]]) -> list[Problem]:
                 ["topology_template"]
             out.append((name, where, f"flavour {fid}: Tacker's VNFD reader (vnfd_utils) fails on it with "
                                      f"{type(exc).__name__}: {exc}: Tacker's instantiate and scale fail the same way"))
+    return out
+
+
+def _flavour_ids(docs: list[tuple[str, Any]]) -> list[Problem]:
+    """A flavour's substitution_mappings flavour_id that is not the flavour_id of the VNF node it substitutes
+    (a node template of its node_type): the node asks for a flavour no substitution_mappings gives, and Tacker
+    finds no deployment flavour of that id to instantiate."""
+    nodes: list[tuple[str, str, Any]] = []  # (node type, node name, flavour_id)
+    subs: list[tuple[str, str, Any]] = []  # (document, node type, flavour_id)
+    for name, data in docs:
+        topo = data.get("topology_template") if isinstance(data, dict) else None
+        if not isinstance(topo, dict):
+            continue
+        templates = topo.get("node_templates")
+        for node, body in templates.items() if isinstance(templates, dict) else ():
+            props = body.get("properties") if isinstance(body, dict) else None
+            ntype = body.get("type") if isinstance(body, dict) else None
+            if isinstance(props, dict) and isinstance(props.get("flavour_id"), str) and isinstance(ntype, str):
+                nodes.append((ntype, str(node), props["flavour_id"]))
+        sub = topo.get("substitution_mappings")
+        fid = _flavour(data)
+        if isinstance(sub, dict) and fid is not None and isinstance(sub.get("node_type"), str):
+            subs.append((name, sub["node_type"], fid))
+    out: list[Problem] = []
+    for ntype, node, wanted in nodes:
+        given = [(name, fid) for name, stype, fid in subs if stype == ntype]
+        if not given or any(fid == wanted for _, fid in given):
+            continue
+        for name, fid in given:
+            out.append((name, ["topology_template", "substitution_mappings", "properties", "flavour_id"],
+                        f"substitution_mappings flavour_id {fid} is not the flavour_id of the VNF node {node} "
+                        f"({wanted}): no deployment flavour {wanted} substitutes the node, and Tacker finds none to "
+                        "instantiate"))
     return out
 
 

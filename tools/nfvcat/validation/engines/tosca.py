@@ -34,7 +34,7 @@ from nfvcat.core.documents import Document, display_path
 from nfvcat.validation.emitted import CSAR_STRUCTURE, ENGINE_FAILURE, TACKER_CSAR, TACKER_LCM, TOSCA_PARSER
 from nfvcat.validation.engines import tacker_lcm, tosca_files
 from nfvcat.validation.engines.jobs import EngineJob, JobContext
-from nfvcat.validation.engines.tosca_locate import QUOTED, locate
+from nfvcat.validation.engines.tosca_locate import QUOTED, STOPPED, crash_at_cause, locate
 from nfvcat.validation.engines.worker import Job, Result, finding, serve
 
 ENGINE = "tosca"
@@ -187,7 +187,7 @@ def _messages(exc: BaseException) -> list[str]:
     messages = [_clean(str(m)) for m in ExceptionCollector.getExceptionsReport(full=False)]
     if not isinstance(exc, ValidationError) or not messages:  # the parser itself stopped on a bad value
         crash = f"{type(exc).__name__}: {exc}".strip()
-        messages.append(f"tosca-parser stopped early ({crash}); fix the errors reported and validate again"
+        messages.append(f"{STOPPED}{crash}); fix the errors reported and validate again"
                         if messages else crash)
     return messages
 
@@ -268,8 +268,8 @@ def _check_yaml(job: Job, findings: list[dict[str, Any]], deps: dict[str, None])
         findings.append(finding(ENGINE_FAILURE.id, ["imports"], f"tosca-parser could not validate this document: "
                                 f"{unresolved}", ENGINE))
         return
-    for message in errors:
-        where, key_path = locate(message, docs or [(path, None)])
+    located = [locate(message, docs or [(path, None)]) for message in errors]
+    for message, (where, key_path) in zip(errors, crash_at_cause(errors, located), strict=True):
         findings.append(finding(TOSCA_PARSER.id, key_path, message, ENGINE,
                                 file=None if where == path else where))
     if not errors and job.get("kind") == "vnfd":
@@ -321,7 +321,9 @@ def _manifest_line(path: str, message: str) -> tuple[str | None, str | None, lis
     for number, line in enumerate(text.splitlines(), 1):
         if line.startswith(("Source:", "Name:")) and line.split(":", 1)[1].strip() in quoted:
             return manifest, text, [], number
-    return manifest, text, [], 1
+    if "manifest" in message.lower():
+        return manifest, text, [], 1
+    return None, None, [], 1  # not about the manifest: about the VNFD
 
 
 def _vnf_package(path: str, docs: list[Any]) -> bool:
@@ -393,8 +395,8 @@ def _check_csar(job: Job, findings: list[dict[str, Any]], deps: dict[str, None])
         texts = _zip_docs(path, main)
         docs = [(name, _safe_yaml(text)) for name, text in texts.items()]
         vnf = _vnf_package(path, [data for _, data in docs])
-        for message in errors:
-            member, key_path = locate(message, docs or [(main, None)])
+        places = crash_at_cause(errors, [locate(message, docs or [(main, None)]) for message in errors])
+        for message, (member, key_path) in zip(errors, places, strict=True):
             shown = _strip_tmp(message, workdir, display, src)
             findings.append(_zip_finding(TOSCA_PARSER.id, shown if vnf else f"{shown} ({GENERIC_CSAR})",
                                          ENGINE, display, member, key_path, texts.get(member)))
@@ -403,8 +405,13 @@ def _check_csar(job: Job, findings: list[dict[str, Any]], deps: dict[str, None])
         refused = _tacker_load(path, workdir)
         for message in refused:
             manifest, _text, _path, line = _manifest_line(path, message)
-            item = _zip_finding(TACKER_CSAR.id, _strip_tmp(message, workdir, display, src), TACKER, display,
-                                manifest or main, [], None)
+            shown = _strip_tmp(message, workdir, display, src)
+            if manifest is None:  # about the VNFD: at the key it names (a flavour, a level, an interface...)
+                member, key_path = locate(message, docs)
+                findings.append(_zip_finding(TACKER_CSAR.id, shown, TACKER, display, member, key_path,
+                                             texts.get(member)))
+                continue
+            item = _zip_finding(TACKER_CSAR.id, shown, TACKER, display, manifest, [], None)
             item["line"] = line
             findings.append(item)
         for member, key_path, message in tacker_lcm.check(docs) if not refused else []:

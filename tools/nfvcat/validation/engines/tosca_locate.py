@@ -71,6 +71,11 @@ def _refine(data: Any, path: list[Any], names: list[str]) -> list[Any]:
             break
         path = [*path, below[0]]
         node = node[below[0]]
+    left = [n for n in names if n not in path]
+    if left and isinstance(node, (dict, list)):  # a name quoted deeper: an interface's operation, a delta
+        deeper = _find_key(node, left, path, depth=4)
+        if deeper and any(k in left for k in deeper[len(path):]):
+            return deeper
     return path
 
 
@@ -100,3 +105,17 @@ def locate(message: str, docs: list[tuple[str, Any]]) -> tuple[str, list[Any]]:
         return docs[0][0], ["imports"]
     return docs[0][0], []
 
+
+STOPPED = "tosca-parser stopped early ("
+
+
+def crash_at_cause(errors: list[str], located: list[tuple[str, list[Any]]]) -> list[tuple[str, list[Any]]]:
+    """Where each message is; tosca-parser stopping early (a crash on a bad value it had reported) is put at
+    the last error located before it, the value it stopped on, not at the top of the document."""
+    out = list(located)
+    for i, message in enumerate(errors):
+        if message.startswith(STOPPED) and not out[i][1]:
+            before = [place for place in out[:i] if place[1]]
+            if before:
+                out[i] = before[-1]
+    return out

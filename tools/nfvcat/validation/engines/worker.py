@@ -32,6 +32,19 @@ def finding(rule_id: str, path: list[Any] | tuple[Any, ...], message: str, engin
             "engine": engine, "file": file}
 
 
+def load_frozen(*names: str) -> list[Any]:
+    """Modules an engine imports only for the jobs that need them: once imported, like the engine's own modules,
+    out of the collector's reach (serve's gc.freeze), or every later collection walks them (Neutron's QoS
+    objects and Nova's servers API are ~135,000 objects: 0.15 s per full collection)."""
+    import importlib
+
+    new = [n for n in names if n not in sys.modules]
+    modules = [importlib.import_module(n) for n in names]
+    if new:
+        gc.freeze()
+    return modules
+
+
 def serve(engine: str, setup: Callable[[], None], check: Callable[[Job], Result]) -> None:
     """Run ``check`` on every job read from stdin; library chatter goes to stderr, never stdout."""
     logging.disable(logging.CRITICAL)

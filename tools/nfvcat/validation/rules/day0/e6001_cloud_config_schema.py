@@ -20,10 +20,14 @@ class CloudConfigSchema(Rule):
                    "user_data, an OS::Heat::SoftwareConfig's config or an OS::Heat::MultipartMime part (the finding "
                    "points at the line inside the block). A Jinja-templated cloud-config (`## template: jinja`) "
                    "is judged with its template syntax set aside: a Jinja syntax error is reported, a value "
-                   "the template fills at boot is not judged. Where cloud-init's modules are stricter than "
-                   "the schema, they are followed: a write_files content that does not decode as its encoding "
-                   "(base64, gzip) fails cc_write_files at boot. cloud-init skips a module whose config is "
-                   "invalid, so the VNF boots unconfigured.")
+                   "the template fills at boot is not judged. The text is read as cloud-init reads it (PyYAML's "
+                   "safe loader: an unquoted date is a date, not a string), and a MIME multipart user data is "
+                   "judged part by part, each cloud-config part a document of its own with its own lines (one "
+                   "that is not YAML is dropped whole by cloud-init). Where cloud-init's modules (22.4.2) are "
+                   "stricter than the schema, they are followed: a write_files content that does not decode as its "
+                   "encoding (base64, gzip) fails cc_write_files at boot; an ntp_client cc_ntp has no "
+                   "configuration for, without a full ntp.config, fails cc_ntp. cloud-init skips a module whose "
+                   "config is invalid, so the VNF boots unconfigured.")
     source_url = "https://cloudinit.readthedocs.io/en/latest/reference/modules.html"
     engine = "cloud-init"
     kinds = ("cloud-config", "hot")
@@ -38,7 +42,9 @@ class CloudConfigSchema(Rule):
                                  "cannot render it)", self.engine, line=line, column=column)
                 continue
             if cc.error is not None:
-                yield self.finding(cc.where, f"{cc.label}not valid YAML: {cc.error}")
+                where, line, column = cc.locate_line(cc.error_line)
+                yield RawFinding(self.id, where, f"{cc.label}not valid YAML: {cc.error} (cloud-init drops the "
+                                 "whole cloud-config)", self.engine, line=line, column=column)
             elif cc.data is not None and not isinstance(cc.data, dict):
                 yield self.finding(cc.where, f"{cc.label}cloud-config must be a mapping, not "
                                              f"{type(cc.data).__name__}")
