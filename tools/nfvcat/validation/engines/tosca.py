@@ -34,7 +34,7 @@ from nfvcat.core.documents import Document, display_path
 from nfvcat.validation.emitted import CSAR_STRUCTURE, ENGINE_FAILURE, TACKER_CSAR, TACKER_LCM, TOSCA_PARSER
 from nfvcat.validation.engines import tacker_lcm, tosca_files
 from nfvcat.validation.engines.jobs import EngineJob, JobContext
-from nfvcat.validation.engines.tosca_locate import QUOTED, STOPPED, crash_at_cause, locate
+from nfvcat.validation.engines.tosca_locate import STOPPED, crash_at_cause, locate, manifest_line
 from nfvcat.validation.engines.worker import Job, Result, finding, serve
 
 ENGINE = "tosca"
@@ -306,26 +306,6 @@ def _zip_finding(rule_id: str, message: str, engine: str, display: str, member: 
     return result
 
 
-def _manifest_line(path: str, message: str) -> tuple[str | None, str | None, list[Any], int]:
-    """For a tacker message quoting an artifact, the manifest and the line of its ``Source:``."""
-    with zipfile.ZipFile(path) as zf:
-        try:
-            meta = yaml.safe_load(zf.read("TOSCA-Metadata/TOSCA.meta"))
-            manifest = meta.get("ETSI-Entry-Manifest") if isinstance(meta, dict) else None
-            text = zf.read(manifest).decode("utf-8") if manifest else None
-        except (KeyError, yaml.YAMLError, UnicodeDecodeError):
-            return None, None, [], 1
-    if not manifest or text is None:
-        return None, None, [], 1
-    quoted = [a or b for a, b in QUOTED.findall(message)]
-    for number, line in enumerate(text.splitlines(), 1):
-        if line.startswith(("Source:", "Name:")) and line.split(":", 1)[1].strip() in quoted:
-            return manifest, text, [], number
-    if "manifest" in message.lower():
-        return manifest, text, [], 1
-    return None, None, [], 1  # not about the manifest: about the VNFD
-
-
 def _vnf_package(path: str, docs: list[Any]) -> bool:
     """A VNF package (SOL004), to which tacker's onboarding checks apply: TOSCA.meta names an ETSI entry
     manifest, or a template has a node (or a substitution mapping) of ``tosca.nodes.nfv.VNF`` or of a
@@ -404,7 +384,7 @@ def _check_csar(job: Job, findings: list[dict[str, Any]], deps: dict[str, None])
             return
         refused = _tacker_load(path, workdir)
         for message in refused:
-            manifest, _text, _path, line = _manifest_line(path, message)
+            manifest, _text, _path, line = manifest_line(path, message)
             shown = _strip_tmp(message, workdir, display, src)
             if manifest is None:  # about the VNFD: at the key it names (a flavour, a level, an interface...)
                 member, key_path = locate(message, docs)

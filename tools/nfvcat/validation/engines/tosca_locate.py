@@ -4,7 +4,10 @@ names. tosca-parser's messages carry no position, only the names they quote."""
 from __future__ import annotations
 
 import re
+import zipfile
 from typing import Any
+
+import yaml
 
 SECTIONS = ("node_templates", "inputs", "outputs", "policies", "groups", "relationship_templates")
 
@@ -119,3 +122,23 @@ def crash_at_cause(errors: list[str], located: list[tuple[str, list[Any]]]) -> l
             if before:
                 out[i] = before[-1]
     return out
+
+
+def manifest_line(path: str, message: str) -> tuple[str | None, str | None, list[Any], int]:
+    """For a tacker message quoting an artifact, the manifest and the line of its ``Source:``."""
+    with zipfile.ZipFile(path) as zf:
+        try:
+            meta = yaml.safe_load(zf.read("TOSCA-Metadata/TOSCA.meta"))
+            manifest = meta.get("ETSI-Entry-Manifest") if isinstance(meta, dict) else None
+            text = zf.read(manifest).decode("utf-8") if manifest else None
+        except (KeyError, yaml.YAMLError, UnicodeDecodeError):
+            return None, None, [], 1
+    if not manifest or text is None:
+        return None, None, [], 1
+    quoted = [a or b for a, b in QUOTED.findall(message)]
+    for number, line in enumerate(text.splitlines(), 1):
+        if line.startswith(("Source:", "Name:")) and line.split(":", 1)[1].strip() in quoted:
+            return manifest, text, [], number
+    if "manifest" in message.lower():
+        return manifest, text, [], 1
+    return None, None, [], 1  # not about the manifest: about the VNFD

@@ -1,1 +1,1 @@
-
+"""5xxx: service chains (networking-sfc port pairs and flow classifiers)."""

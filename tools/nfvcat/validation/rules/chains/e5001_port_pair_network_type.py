@@ -1,3 +1,5 @@
+"""E5001: networking-sfc port pair on a network its driver does not steer."""
+
 from __future__ import annotations
 
 from collections.abc import Iterator

@@ -1,3 +1,5 @@
+"""E6004: User data that cloud-init drops or never applies."""
+
 from __future__ import annotations
 
 import os

@@ -1,3 +1,5 @@
+"""E6005: ``## template: jinja`` that is not the user data's first line."""
+
 from __future__ import annotations
 
 import re

@@ -1,3 +1,5 @@
+"""E3007: allowed_address_pairs on a port without port security."""
+
 from __future__ import annotations
 
 from collections.abc import Iterator

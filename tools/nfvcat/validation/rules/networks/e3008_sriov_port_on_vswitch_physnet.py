@@ -1,3 +1,5 @@
+"""E3008: SR-IOV port on a physnet the site profile gives to a virtual switch."""
+
 from __future__ import annotations
 
 from collections.abc import Iterator

@@ -1,3 +1,5 @@
+"""E3009: QoS bandwidth limit of 0, which means no limit."""
+
 from __future__ import annotations
 
 from collections.abc import Iterator
