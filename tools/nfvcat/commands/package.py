@@ -29,10 +29,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from nfvcat.packaging.csar import build
-
     from nfvcat import catalog
     from nfvcat.catalog import history
+    from nfvcat.packaging.csar import build
 
     root = catalog.require_root()
     entry = history.resolve(root, args.entry, "vnfd")  # NAME, NAME@VERSION (that release's files) or a directory

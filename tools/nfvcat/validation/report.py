@@ -50,7 +50,7 @@ def junit(findings: Sequence[Finding], checked: Sequence[str], seconds: float = 
     a failure of type warning; a finding in a file that was not a target (a nested template's) gets its own."""
     import io
 
-    from junitparser import Failure, xunit2
+    from junitparser import Failure, FinalResult, xunit2
 
     from nfvcat.core.xmltext import xml_text
 
@@ -60,7 +60,7 @@ def junit(findings: Sequence[Finding], checked: Sequence[str], seconds: float = 
     suite = xunit2.TestSuite("nfvcat validate")
     for path, found in by_file.items():
         case = xunit2.TestCase(xml_text(path), classname="nfvcat.validate", time=0)
-        results = []
+        results: list[FinalResult] = []
         for f in found:
             result = Failure(xml_text(f"{f.rule_id}: {f.message.splitlines()[0] if f.message else ''}"[:500]),
                              f.severity)
