@@ -50,7 +50,8 @@ def junit(findings: Sequence[Finding], checked: Sequence[str], seconds: float = 
     a failure of type warning; a finding in a file that was not a target (a nested template's) gets its own."""
     import io
 
-    from junitparser import Failure, FinalResult, xunit2
+    from junitparser import Failure, xunit2
+    from junitparser.junitparser import FinalResult
 
     from nfvcat.core.xmltext import xml_text
 
