@@ -186,6 +186,7 @@ def svg(chain: Chain, title: str) -> str:
             dash = ' stroke-dasharray="2 3"' if vnic in ("ovs", "normal") else ""
             out.append(f'<line x1="{px}" y1="{top + BOX_H}" x2="{px}" y2="{y}" stroke="{colour}" stroke-width="3"'
                        f'{dash}><title>{escape(vnf.name)} {escape(port)}: {escape(label)}</title></line>')
+            out.append(f'<circle cx="{px}" cy="{y + 4}" r="6" fill="{colour}"/>')  # where it attaches
             out.append(f'<text x="{px + 4}" y="{top + BOX_H + 24 + k * 15}" font-size="12" fill="{colour}" {HALO}>'
                        f'{escape(port)} · {escape(short)}</text>')
     for j, key in enumerate(nets):
