@@ -111,8 +111,10 @@ def read_mapping(entry_dir: Path) -> dict[str, Any] | None:
         raise UserError(f"{path}: 'properties' must be a mapping")
     if not isinstance(data.get("additional_params", []), list):
         raise UserError(f"{path}: 'additional_params' must be a list")
-    res = data.get("resources", {})  # none: a first release's mapping, its template nested byte for byte
-    if not isinstance(res, dict) or ("resources" in data and not res) or not all(
+    # none at all: a first release's mapping (only in a release's tree), its template nested byte for byte
+    old = "resources" not in data and entries.release_rules(entry_dir) is not None
+    res = data.get("resources", {} if old else None)
+    if not isinstance(res, dict) or (not old and not res) or not all(
             isinstance(k, str) and isinstance(v, str) for k, v in res.items()):
         raise UserError(f"{path}: 'resources' must map catalog resource names to VNFD node names "
                         "(the server to the VDU, each port to its VduCp)")

@@ -7,11 +7,12 @@ from collections.abc import Callable
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
-from nfvcat.packaging.site import diagram
+from nfvcat.packaging.site.diagram import legend
 
 if TYPE_CHECKING:
     from nfvcat.catalog.flavors import CatalogFlavor
-    from nfvcat.packaging.site import EntryPage
+
+EntryPage = Any  # nfvcat.packaging.site.EntryPage (the package imports this module: no import back)
 
 STYLE = """
 body{font-family:system-ui,sans-serif;margin:0;color:#0f172a;background:#fff;line-height:1.45}
@@ -63,7 +64,7 @@ def index_page(pages: list[EntryPage]) -> str:
 def entry_page(page: EntryPage, explain: Callable[[str], str]) -> str:
     return str(_env().get_template("entry").render(title=page.entry.name, style=STYLE, up="../", p=page,
                                                     e=page.entry, images=page.entry.images, explain=explain,
-                                                    legend=diagram.legend()))
+                                                    legend=legend()))
 
 
 def flavors_page(flavors: list[CatalogFlavor], explain: Callable[[str], str]) -> str:
