@@ -57,8 +57,8 @@ def sha256sums(out: Path, sums: dict[Path, str]) -> Path:
 
 def build_all(root: Path, out: Path, say: Say, signer: tuple[Any, Any] | None = None,
               releasing: str | None = None) -> list[Path]:
-    """Images, SBOMs, packages and the catalog site (``site/``) under ``out``, and their SHA256SUMS; returns the
-    files written.
+    """Images, SBOMs and packages of the catalog under ``out`` and their SHA256SUMS, and the catalog site
+    (``site/``, as ``nfvcat site`` builds it); returns the files written.
     ``releasing``: the day of the release being made, the release date of a package whose version the record
     does not hold yet (the record then gets the same day)."""
     from nfvcat.packaging.csar import build as package
@@ -81,6 +81,5 @@ def build_all(root: Path, out: Path, say: Say, signer: tuple[Any, Any] | None = 
     from nfvcat.packaging import site
 
     say("site")
-    for page in site.build(root, out / "site"):  # the catalog site beside the packages (site/index.html)
-        sums[page] = build.sha256_of(page)
-    return [*sums, sha256sums(out, sums)]
+    pages = site.build(root, out / "site")  # the catalog site beside the packages: read, not downloaded and checked
+    return [*sums, sha256sums(out, sums), *pages]
