@@ -165,6 +165,7 @@ def svg(chain: Chain, title: str) -> str:
             out.append(f'<rect x="{x0}" y="{top - 26}" width="{x1 - x0}" height="{BOX_H + 34}" fill="none" '
                        f'stroke="#6b21a8" stroke-dasharray="6 4"/>')
             out.append(f'<text x="{x0 + 6}" y="{top - 10}" fill="#6b21a8" font-size="12">{escape(label)}</text>')
+    dots: list[str] = []
     for i, vnf in enumerate(chain.vnfs):
         x = GAP + i * (BOX_W + GAP)
         out.append(f'<rect x="{x}" y="{top}" width="{BOX_W}" height="{BOX_H}" rx="6" fill="#f1f5f9" '
@@ -186,7 +187,7 @@ def svg(chain: Chain, title: str) -> str:
             dash = ' stroke-dasharray="2 3"' if vnic in ("ovs", "normal") else ""
             out.append(f'<line x1="{px}" y1="{top + BOX_H}" x2="{px}" y2="{y}" stroke="{colour}" stroke-width="3"'
                        f'{dash}><title>{escape(vnf.name)} {escape(port)}: {escape(label)}</title></line>')
-            out.append(f'<circle cx="{px}" cy="{y + 4}" r="6" fill="{colour}"/>')  # where it attaches
+            dots.append(f'<circle cx="{px}" cy="{y + 4}" r="6" fill="{colour}"/>')  # where it attaches
             out.append(f'<text x="{px + 4}" y="{top + BOX_H + 24 + k * 15}" font-size="12" fill="{colour}" {HALO}>'
                        f'{escape(port)} · {escape(short)}</text>')
     for j, key in enumerate(nets):
@@ -194,5 +195,6 @@ def svg(chain: Chain, title: str) -> str:
         out.append(f'<rect x="10" y="{y}" width="{width - 20}" height="8" fill="#94a3b8"/>')
         out.append(f'<text x="14" y="{y + 24}" font-size="13" fill="#0f172a" {HALO}>'
                    f'network {escape(chain.networks[key])}</text>')
+    out += dots  # over the bars
     out.append("</svg>")
     return "\n".join(out)
