@@ -51,7 +51,8 @@ UNRELATED = {
     "docker-compose.yml": "services:\n  web:\n    image: nginx:1.27\n    ports: ['8080:80']\n",
     "ansible/site.yml": "- hosts: all\n  become: true\n  tasks:\n    - name: ping\n      ansible.builtin.ping:\n",
 }
-FINDING = re.compile(r"^([EWI]\d{4}) (.*)\n(\S+:\d+:\d+)$", re.MULTILINE)
+# one line per finding: path:line:col: severity id: message
+FINDING = re.compile(r"^(\S+:\d+:\d+): (?:error|warning|informational) ([EWI]\d{4}): (.*)$", re.MULTILINE)
 
 
 def run_hook(repo: Path, env: dict[str, str]) -> tuple[subprocess.CompletedProcess[str], float]:
@@ -89,7 +90,7 @@ def test_hook_in_a_throwaway_repository(tmp_path: Path) -> None:
         out = proc.stdout
         assert proc.returncode == 1, out[-4000:] + proc.stderr[-2000:]
         found = sorted((rule, where.rsplit(":", 2)[0], int(where.rsplit(":", 2)[1]))
-                       for rule, _, where in FINDING.findall(out))
+                       for where, rule, _ in FINDING.findall(out))
         assert [f[:2] for f in found] == [("E1001", "heat/bad.yaml"), ("E6001", "day0/user-data.yaml")], out[-4000:]
         # Heat's "Unknown Property" points at the resource's properties (line 8) today; at the key (10) once
         # Heat's paths are mapped to the offending key (issue 10). The cloud-config key is exact.

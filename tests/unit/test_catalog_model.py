@@ -82,7 +82,7 @@ def test_every_catalog_entry_loads_with_its_schema() -> None:
     assert all(e.template.is_file() for e in found if e.kind != "image")  # an image entry is its recipe
     chain = entries.find(ROOT, "chain-vrouter", "heat")
     assert chain.example("sriov") == chain.dir / "examples" / "sriov.env.yaml"
-    with pytest.raises(UserError, match="no heat entry 'nope'"):
+    with pytest.raises(UserError, match="nope: no such file, nor a heat entry"):
         entries.find(ROOT, "nope", "heat")
 
 

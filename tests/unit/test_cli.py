@@ -25,9 +25,8 @@ def test_clean_file_exits_0_and_errors_exit_2() -> None:
     assert nfvcat("validate", str(RULES / "E1001" / "pass.yaml")).returncode == 0
     proc = nfvcat("validate", str(RULES / "E1001" / "fail.yaml"))
     assert proc.returncode == 2
-    first, where = proc.stdout.splitlines()[:2]
-    assert first.startswith("E1001 ") and "sriov" in first
-    assert where == f"{RULES.relative_to(ROOT)}/E1001/fail.yaml:7:7"
+    first = proc.stdout.splitlines()[0]  # one line per finding, as compilers write theirs (issue #42)
+    assert first.startswith(f"{RULES.relative_to(ROOT)}/E1001/fail.yaml:7:7: error E1001: ") and "sriov" in first
 
 
 def test_json_has_the_documented_keys() -> None:

@@ -64,7 +64,7 @@ def test_plan_in_yaml_value_and_table() -> None:
 
 
 def test_column_errors_are_usage_errors() -> None:
-    proc = nfvcat("rules", "-c", "id")
+    proc = nfvcat("rules", "-f", "markdown", "-c", "id")
     assert proc.returncode == EXIT_USAGE and "-c selects columns of -f table, value, csv, yaml or json" in proc.stderr
     proc = nfvcat("rules", "-f", "value", "-c", "nope")
     assert proc.returncode == EXIT_USAGE and "no such column (columns: id, severity" in proc.stderr

@@ -308,6 +308,8 @@ def test_basehot_errors_are_one_line_user_errors(tmp_path: Path) -> None:
     ("  mgmt_port: CP_MGMT\n", "  mgmt_port: VDU_VROUTER\n", r"mgmt_port is a OS::Neutron::Port, VDU_VROUTER needs"),
     ("  name: vrouter\n", "  name: router-1\n", r"name must be 'vrouter', the name of the VDU VDU_VROUTER"),
     ("resources:\n", "resources: []\nx:\n", r"'resources' must map catalog resource names"),
+    # only a release's mapping may lack resources
+    ("resources:\n", "resources_gone:\n", r"'resources' must map catalog resource names"),
 ])
 def test_basehot_maps_every_vnfd_node_it_reports(tmp_path: Path, old: str, new: str, error: str) -> None:
     entry = _copy_entry(tmp_path)

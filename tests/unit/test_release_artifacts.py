@@ -44,8 +44,11 @@ def test_release_writes_the_artefacts(cat: Path, tmp_path: Path) -> None:  # noq
     names = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
     v = recipe.load("vrouter", cat).version
     version = yaml.safe_load((cat / "vnfd" / "vnf-vrouter" / "entry.yaml").read_text())["version"]
-    assert names == ["SHA256SUMS", f"images/vrouter-{v}.cdx.json", f"images/vrouter-{v}.qcow2",
-                     f"packages/vnf-vrouter-{version}.zip"]
+    assert [n for n in names if not n.startswith("site/")] == [
+        "SHA256SUMS", f"images/vrouter-{v}.cdx.json", f"images/vrouter-{v}.qcow2",
+        f"packages/vnf-vrouter-{version}.zip"]
+    site = [n for n in names if n.startswith("site/")]  # the catalog site beside the packages (issue #42)
+    assert "site/index.html" in site and "site/flavors.html" in site and "site/entries/vnfd-vnf-vrouter.html" in site
     assert (out / "images" / f"vrouter-{v}.qcow2").read_bytes() == STAND_IN
     check = subprocess.run(["sha256sum", "-c", "SHA256SUMS"], cwd=out, capture_output=True, text=True)
     assert check.returncode == 0 and check.stdout.count(": OK") == 3, check.stdout + check.stderr

@@ -1,5 +1,5 @@
 """Every command that takes a template takes a catalog entry by name too, and its example environments by short
-name (``nfvcat plan chain-vrouter -e sriov``), through one resolver (nfvcat.catalog.entries.template), as
+name (``nfvcat plan chain-vrouter -e sriov``), through one resolver (nfvcat.catalog.history.template), as
 ``instantiate`` always did: the same output as with the files' paths."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from nfvcat.catalog import entries
+from nfvcat.catalog import history
 from nfvcat.core.errors import UserError
 from nfvcat_testbeds.lab import chain as c
 from tests.conftest import ROOT, nfvcat
@@ -43,22 +43,22 @@ def test_translate_takes_a_tosca_entry_by_name() -> None:
 
 
 def test_the_resolver(tmp_path: Path) -> None:
-    found = entries.template("chain-vrouter", root=ROOT)
+    found = history.template("chain-vrouter", root=ROOT)
     assert found.path == CHAIN / "chain-vrouter.yaml" and found.entry_dir == CHAIN
     assert found.environments(["sriov", "ovs-dpdk"]) == [CHAIN / "examples" / "sriov.env.yaml",
                                                         CHAIN / "examples" / "ovs-dpdk.env.yaml"]
-    assert entries.template(str(CHAIN), root=ROOT).path == found.path
-    assert entries.template("ipsec-gw", root=ROOT).entry_dir == GW  # a VNF by its short name
-    inside = entries.template(str(CHAIN / "chain-vrouter.yaml"))
+    assert history.template(str(CHAIN), root=ROOT).path == found.path
+    assert history.template("ipsec-gw", root=ROOT).entry_dir == GW  # a VNF by its short name
+    inside = history.template(str(CHAIN / "chain-vrouter.yaml"))
     assert inside.entry_dir == CHAIN and inside.environments(["sriov"]) == [CHAIN / "examples" / "sriov.env.yaml"]
     loose = tmp_path / "mine.yaml"
     loose.write_text("heat_template_version: 2021-04-16\n")
     with pytest.raises(UserError, match=r"-e sriov: no such file$"):
-        entries.template(str(loose)).environments(["sriov"])
+        history.template(str(loose)).environments(["sriov"])
     with pytest.raises(UserError, match="-e nope: no such file, nor an example of chain-vrouter"):
         found.environments(["nope"])
     with pytest.raises(UserError, match="nope: no such file, nor a heat entry in templates/heat"):
-        entries.template("nope", root=ROOT)
+        history.template("nope", root=ROOT)
 
 
 def test_the_commands_share_the_one_resolver() -> None:
@@ -67,5 +67,5 @@ def test_the_commands_share_the_one_resolver() -> None:
     for rel in users:
         tree = ast.parse((ROOT / "tools" / "nfvcat" / rel).read_text())
         calls = {n.func.attr for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
-                 and isinstance(n.func.value, ast.Name) and n.func.value.id == "entries"}
+                 and isinstance(n.func.value, ast.Name) and n.func.value.id == "history"}
         assert "template" in calls, rel

@@ -53,10 +53,28 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"nfvcat {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
-    register_all(sub, command)
+    groups = register_all(sub, command)
     if command is not None and command not in sub.choices:
         return build_parser()
+    if command is None:
+        _grouped(parser, sub, groups)
     return parser
+
+
+def _grouped(parser: argparse.ArgumentParser, sub: argparse._SubParsersAction, groups: dict[str, str]) -> None:
+    """``nfvcat --help`` lists the commands by the groups a user works in (author and validate, plan, package
+    and release, deploy and operate, test campaigns, the dev cloud, plugins), not as one flat list."""
+    from nfvcat.commands import _guide
+
+    parser._positionals._group_actions.remove(sub)
+    order = [*_guide.GROUPS, *sorted(set(groups.values()) - set(_guide.GROUPS) - {_guide.PLUGINS}), _guide.PLUGINS]
+    pseudo = {a.dest: a for a in sub._choices_actions}
+    for title in order:
+        names = [n for n in _guide.GROUPS.get(title, ()) if n in pseudo] or sorted(
+            n for n, g in groups.items() if g == title and n in pseudo)
+        if names:
+            group = parser.add_argument_group(title)
+            group._group_actions.extend(pseudo[n] for n in names)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -25,10 +25,10 @@ class CannotRun(Exception):
 
 def chain_files(test: TestSpec) -> tuple[Path, list[Path]]:
     """The chain's template and its environments (files, or names of the entry's examples)."""
-    from nfvcat.catalog import entries
+    from nfvcat.catalog import history
 
     assert test.chain is not None
-    found = entries.template(test.chain)
+    found = history.template(test.chain)
     return found.path, found.environments(test.environment)
 
 

@@ -7,13 +7,13 @@ from __future__ import annotations
 import html
 import io
 import json
-import re
 import time
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from nfvcat.campaign.results import ERROR, FAIL, SKIP, CampaignRecord, TestRecord
+from nfvcat.core.xmltext import xml_text
 
 XTESTING_DATE = "%Y-%m-%d %H:%M:%S"  # xtesting's start_date/stop_date format (here in UTC)
 
@@ -41,18 +41,6 @@ def as_json(camp: CampaignRecord) -> dict[str, Any]:
             "duration": round(camp.stop - camp.start, 3), "environment": camp.environment,
             "tests": [t.as_dict() for t in camp.tests],
             "results": [xtesting_record(camp, t) for t in camp.tests]}
-
-
-# Text XML 1.0 cannot hold (C0 controls but tab and line ends, surrogates, U+FFFE/U+FFFF): one such character in
-# a step's output made the whole report unreadable. Terminal control sequences (a coloured tool's ESC [ ... m)
-# are dropped; any other such character is written as its Python escape (\x1b, \x00).
-_CSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")
-_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
-
-
-def xml_text(text: str) -> str:
-    """``text`` as XML 1.0 can hold it (see above)."""
-    return _NOT_XML.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), _CSI.sub("", text))
 
 
 def junit(camp: CampaignRecord) -> str:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from nfvcat import catalog
-from nfvcat.core import yamlpos
+from nfvcat.core import dirs, yamlpos
 from nfvcat.core.errors import UserError
 
 ENTRY_FILE = "entry.yaml"
@@ -22,12 +22,50 @@ KIND_DIRS = {"heat": ("templates", "heat"), "tosca": ("templates", "tosca"), "vn
              "flavor": ("flavors",), "hook": ("hooks",), "image": ("images",)}
 
 
+def releases_cache() -> Path:
+    """Where the trees of released commits are exported (``history.checkout``), one directory per commit."""
+    return Path(dirs.cache_base()) / "releases"
+
+
+def schema_of(path: Path) -> Path | None:
+    """The entry schema a released entry was released with, when ``path`` is in a release's tree (the cache's
+    export of its commit): that tree's schema file, wherever the nfvcat of that day kept it; None for anything
+    else (today's schema)."""
+    base = releases_cache().resolve()
+    try:
+        commit = path.resolve().relative_to(base).parts[0]
+    except (ValueError, IndexError):
+        return None
+    found = sorted((base / commit / "tools").glob("**/schemas/entry.schema.json"))
+    return found[0] if found else None
+
+
+def release_rules(path: str | Path) -> frozenset[str] | None:
+    """The rules that applied when the release whose tree holds ``path`` was made (the ids of the rule modules
+    in that tree, ``e0014_image_checksum.py`` -> E0014): a rule added since does not judge it. None for a file of
+    no release tree (every rule)."""
+    base = releases_cache().resolve()
+    try:
+        commit = Path(path).resolve().relative_to(base).parts[0]
+    except (ValueError, IndexError):
+        return None
+    return _rule_ids(base / commit)
+
+
 @cache
-def entry_validator() -> Any:
+def _rule_ids(tree: Path) -> frozenset[str]:
+    return frozenset(p.name[:5].upper() for p in (tree / "tools").glob("**/rules/**/[ew][0-9][0-9][0-9][0-9]_*.py"))
+
+
+@cache
+def entry_validator(schema_file: Path | None = None) -> Any:
+    """The validator of entry.yaml: today's schema (shipped in the package), or ``schema_file``, the schema a
+    released entry was released with (``history.schema_of``)."""
     import jsonschema
 
-    schema = json.loads(resources.files("nfvcat").joinpath("data/schemas/entry.schema.json").read_text())
-    return jsonschema.Draft202012Validator(schema)
+    text = (schema_file.read_text(encoding="utf-8") if schema_file is not None
+            else resources.files("nfvcat").joinpath("data/schemas/entry.schema.json").read_text())
+    return jsonschema.Draft202012Validator(json.loads(text))
 
 
 @dataclass(frozen=True)
@@ -125,32 +163,15 @@ class Template:
         return environments(self.entry_dir, names)
 
 
-def template(spec: str, kind: str = "heat", root: Path | None = None) -> Template:
-    """The one resolver of a command's TEMPLATE (plan, instantiate, day0, translate): a file as it is (in the
-    entry that holds it, if any), an entry directory, or the name of an entry of ``kind`` in the catalog
-    (``chain-vrouter``; a VNF also by its short name, ``ipsec-gw`` for ``vnf-ipsec-gw``)."""
-    path = Path(spec)
-    if path.is_file():
-        return Template(path, catalog.entry_of(path))
-    if (path / ENTRY_FILE).is_file():
-        entry = find(root or catalog.require_root(), spec, kind)
-        return Template(entry.template, entry.dir)
-    known = entries(root or catalog.require_root(), kind)
-    for name in (spec, f"vnf-{spec}"):
-        for e in known:
-            if name in (e.name, e.dir.name):
-                return Template(e.template, e.dir)
-    where = "/".join(KIND_DIRS[kind])
-    raise UserError(f"{spec}: no such file, nor a {kind} entry in {where} (known: {', '.join(e.name for e in known)})")
-
-
 def load(entry_dir: Path) -> Entry:
-    """The entry in ``entry_dir``, its entry.yaml checked against the schema."""
+    """The entry in ``entry_dir``, its entry.yaml checked against the schema (a released entry's: the schema
+    of its day, ``schema_of``)."""
     path = entry_dir / ENTRY_FILE
     if not path.is_file():
         raise UserError(f"{entry_dir}: no {ENTRY_FILE} (not a catalog entry)")
     data, positions = yamlpos.read_file(path)
-    errors = sorted(entry_validator().iter_errors(data), key=lambda e: list(map(str, e.absolute_path)))
+    errors = sorted(entry_validator(schema_of(entry_dir)).iter_errors(data),
+                    key=lambda e: list(map(str, e.absolute_path)))
     if errors:
         line, col = positions.locate(tuple(errors[0].absolute_path))
         raise UserError(f"{path}:{line}:{col}: {errors[0].message} (E0010; run nfvcat validate)")
@@ -188,7 +209,8 @@ def entries(root: Path, kind: str | None = None) -> list[Entry]:
 
 
 def find(root: Path, name: str, kind: str) -> Entry:
-    """An entry of ``kind`` by its name or directory name, or by a path to its directory."""
+    """An entry of ``kind`` by its name or directory name (a VNF also by its short name), or by a path to its
+    directory."""
     path = Path(name)
     if (path / ENTRY_FILE).is_file():
         entry = load(path)
@@ -196,8 +218,9 @@ def find(root: Path, name: str, kind: str) -> Entry:
             raise UserError(f"{path}: a {entry.kind} entry, not a {kind} entry")
         return entry
     known = entries(root, kind)
-    for e in known:
-        if name in (e.name, e.dir.name):
-            return e
+    for cand in (name, f"vnf-{name}"):  # a VNF also by its short name: ipsec-gw for vnf-ipsec-gw
+        for e in known:
+            if cand in (e.name, e.dir.name):
+                return e
     where = "/".join(KIND_DIRS[kind])
-    raise UserError(f"no {kind} entry '{name}' in {where} (known: {', '.join(e.name for e in known)})")
+    raise UserError(f"{name}: no such file, nor a {kind} entry in {where} (known: {', '.join(e.name for e in known)})")

@@ -23,7 +23,6 @@ from typing import Any
 from nfvcat import catalog
 from nfvcat.catalog import entries, releases
 from nfvcat.catalog.versions import parse_version
-from nfvcat.core import dirs
 from nfvcat.core.errors import UserError
 
 SPEC = re.compile(r"^(?P<name>[^@\s]+)@(?P<version>[^@\s]+)$")
@@ -82,15 +81,18 @@ def _released(root: Path, head: str, record_mtime: int) -> dict[str, dict[str, R
 
 
 def entry_path(root: Path, name: str, kind: str) -> str:
-    """The directory (relative to the catalog root) of the entry of ``kind`` called ``name``: the working
-    tree's, else the record's (an entry removed since its release)."""
+    """The directory (relative to the catalog root) of the entry of ``kind`` called ``name`` (a VNF also by its
+    short name, ``ipsec-gw`` for ``vnf-ipsec-gw``): the working tree's, else the record's (an entry removed since
+    its release)."""
     prefix = "/".join(entries.KIND_DIRS[kind]) + "/"
-    for e in entries.entries(root, kind):
-        if name in (e.name, e.dir.name):
-            return os.path.relpath(e.dir, root.resolve()).replace(os.sep, "/")
-    for path in released(root):
-        if path.startswith(prefix) and path.rsplit("/", 1)[-1] == name:
-            return path
+    known = entries.entries(root, kind)
+    for cand in (name, f"vnf-{name}"):
+        for e in known:
+            if cand in (e.name, e.dir.name):
+                return os.path.relpath(e.dir, root.resolve()).replace(os.sep, "/")
+        for path in released(root):
+            if path.startswith(prefix) and path.rsplit("/", 1)[-1] == cand:
+                return path
     raise UserError(f"no {kind} entry '{name}' in {prefix.rstrip('/')} nor in the release record")
 
 
@@ -136,7 +138,7 @@ def _matches(tree: Path, record: dict[str, Any], only: str | None = None) -> lis
 
 def _export(repo: Path, commit: str) -> Path:
     """The repository's tree at ``commit``, extracted once into the cache (git archive)."""
-    dest = Path(dirs.cache_base()) / "releases" / commit
+    dest = entries.releases_cache() / commit
     if (dest / ".complete").is_file():
         return dest
     proc = releases.run_git(repo, "archive", "--format=tar", commit)
@@ -188,43 +190,87 @@ def checkout(root: Path, name: str, kind: str, version: str) -> Path:
 
 
 def resolve(root: Path, spec: str, kind: str) -> entries.Entry:
-    """The entry ``NAME`` (the working tree) or ``NAME@VERSION`` (that release's files)."""
+    """The entry ``NAME`` (the working tree's; a VNF also by its short name), an entry directory, or
+    ``NAME@VERSION`` (that release's files, its entry.yaml read as it was released: the schema of its day is
+    ``schema_of``'s, later schemas may ask for more)."""
     name, version = split(spec)
     if version is None:
         return entries.find(root, name, kind)
-    name = Path(name).name  # vnfd/vnf-vrouter@2.0.0: the entry's name is its directory's
+    rel = entry_path(root, Path(name).name, kind)  # vnfd/vnf-vrouter@2.0.0: the entry's name is its directory's
+    name = rel.rsplit("/", 1)[-1]
     tree = checkout(root, name, kind, version)
     if tree == root.resolve():
         return entries.find(root, name, kind)
-    # that release's entry.yaml passed the schema of its day: later schemas may ask for more
-    entry_dir = tree / entry_path(root, name, kind)
+    entry_dir = tree / rel
     meta = entries.read_meta(entry_dir)
     if meta is None:
         raise UserError(f"{entry_dir / entries.ENTRY_FILE}: does not read")
     return entries.Entry(entry_dir.resolve(), meta)
 
 
-def released_template(spec: str, kind: str = "heat", root: Path | None = None) -> entries.Template | None:
-    """What ``NAME@VERSION`` names for a command's TEMPLATE: that release's entry; None for anything else (a
-    file, an entry directory or name: ``entries.template``, the one resolver, answers those)."""
-    if split(spec)[1] is None or Path(spec).exists():
-        return None
+def template(spec: str, kind: str = "heat", root: Path | None = None) -> entries.Template:
+    """The one resolver of a command's catalog argument (plan, instantiate, day0, translate, package, upgrade):
+    a file as it is (in the entry that holds it, if any), an entry directory, the name of an entry of ``kind``
+    (``chain-vrouter``; a VNF also by its short name, ``ipsec-gw``), or ``NAME@VERSION``, that release's files."""
+    path = Path(spec)
+    if path.is_file():
+        return entries.Template(path, catalog.entry_of(path))
     entry = resolve(root or catalog.require_root(), spec, kind)
     return entries.Template(entry.template, entry.dir)
 
 
-def locate(root: Path, spec: str) -> Path:
-    """The directory of ``NAME@VERSION``'s entry, whatever its kind (for commands that take paths)."""
-    name, _ = split(spec)
+def locate(root: Path, spec: str) -> list[Path]:
+    """The directories of the entries ``NAME`` or ``NAME@VERSION`` names, whatever their kind (for the commands
+    that take paths: validate); vnf-vrouter is a heat entry and a vnfd entry, each at its own versions."""
+    name = split(spec)[0]
+    parent = Path(name).parent.as_posix()  # templates/heat/vnf-vrouter@1.1.2: the heat entry only
+    found: list[Path] = []
     errors = []
-    for kind in entries.KIND_DIRS:  # vnf-vrouter is a heat entry and a vnfd entry: the one with that version
+    for kind in entries.KIND_DIRS:
+        if parent != "." and not ("/".join(entries.KIND_DIRS[kind])).endswith(parent):
+            continue
         try:
             entry_path(root, Path(name).name, kind)
-            return resolve(root, spec, kind).dir
+        except UserError:
+            continue
+        try:
+            found.append(resolve(root, spec, kind).dir)
         except UserError as exc:
             errors.append(f"{kind}: {exc}")
-    found = [e for e in errors if "never released" in e or "sha256" in e]
-    raise UserError("; ".join(found) if found else f"{spec}: no catalog entry called {name}")
+    if found:
+        return found
+    raise UserError("; ".join(errors) if errors else f"{spec}: no such file, nor a catalog entry called {name}")
+
+
+def target_version(root: Path, name: str, kind: str, to: str | None) -> str | None:
+    """``upgrade --to``'s version of the deployed entry ``name``: a VERSION, or the entry as every command names
+    one (``NAME@VERSION``, ``NAME`` for the working tree's, or its directory), which must be that entry; None
+    gives the newest the catalog offers (None when it offers none)."""
+    if to is None:
+        return newest(root, name, kind)
+    if parse_version(to) is not None:
+        return to
+    spec, version = split(to)
+    want = entry_path(root, name, kind)
+    if Path(spec).is_dir():
+        entry = entries.find(root, spec, kind)
+        got, version = os.path.relpath(entry.dir, root.resolve()).replace(os.sep, "/"), version or entry.version
+    else:
+        got = entry_path(root, Path(spec).name, kind)
+        version = version or entries.find(root, spec, kind).version
+    if got != want:
+        raise UserError(f"--to {to}: names {got}, but the deployed stack is {want}")
+    return version
+
+
+def release_day(root: Path, spec: str, kind: str) -> str | None:
+    """The day ``NAME@VERSION`` was released: the record's date, else the day of the first commit whose record
+    holds that version (records before release dates); None for a plain name or a version never released."""
+    name, version = split(spec)
+    if version is None:
+        return None
+    path = entry_path(root, Path(name).name, kind)
+    return releases.release_date(root, path, version) or releases.recorded_dates(root).get((path, version))
 
 
 def interface(root: Path, name: str, kind: str, version: str) -> dict[str, Any]:

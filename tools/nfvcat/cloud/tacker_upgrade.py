@@ -53,7 +53,7 @@ def top_resources(entry: entries.Entry) -> set[str]:
 def target(root: Path, name: str, current: str, to: str | None) -> entries.Entry:
     """The entry version to move to (default the newest), refused when it is older or its BaseHOT drops a
     resource of the running one."""
-    to = to or history.newest(root, name, "vnfd")
+    to = history.target_version(root, name, "vnfd", to)
     if to is None:
         raise UserError(f"{name}: the catalog offers no version of it", EXIT_USAGE)
     have, want = parse_version(current), parse_version(to)

@@ -1,7 +1,7 @@
 """Sub-commands. Each module defines ``register(subparsers)``, which adds its parser and sets
 ``func`` to a callable taking the parsed arguments and returning the exit code. Other distributions add
 theirs through the ``nfvcat.commands`` entry points (``nfvcat.core.plugins``): ``nfvcat-testbeds`` adds
-``devcloud``."""
+``devcloud``. ``register_all`` answers the help group of each command it adds (``_guide``)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import importlib.util
 from collections.abc import Callable
 
 
-def register_all(subparsers: argparse._SubParsersAction, only: str | None = None) -> None:
+def register_all(subparsers: argparse._SubParsersAction, only: str | None = None) -> dict[str, str]:
     """Every sub-command; with ``only``, just the module of that name when there is one (each command's
     module is named after it), else the plugin of that name: a command does not pay for importing the others."""
     from nfvcat.core import plugins
@@ -30,6 +30,19 @@ def register_all(subparsers: argparse._SubParsersAction, only: str | None = None
             registers = [getattr(importlib.import_module(f"{__name__}.{i.name}"), "register", None)
                          for i in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name)]
             registers += [plugins.load(plugins.COMMANDS, name) for name in plugins.names(plugins.COMMANDS)]
+    from nfvcat.commands import _guide
+
+    groups: dict[str, str] = {}
     for register in registers:
-        if register is not None:
-            register(subparsers)
+        if register is None:
+            continue
+        before = set(subparsers.choices)
+        register(subparsers)
+        module = importlib.import_module(register.__module__) if hasattr(register, "__module__") else None
+        for name in sorted(set(subparsers.choices) - before):
+            groups[name] = _guide.group_of(name, getattr(module, "GROUP", None))
+            parser = subparsers.choices[name]
+            parser.epilog = _guide.epilog(name, parser.epilog, parser.description)
+            if parser.formatter_class is argparse.HelpFormatter:  # examples keep their lines
+                parser.formatter_class = _guide.Formatter
+    return groups

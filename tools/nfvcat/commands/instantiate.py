@@ -59,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.via == "tacker":
         return _via_tacker(args)
-    found = history.released_template(args.chain) or entries.template(args.chain)
+    found = history.template(args.chain)
     b = bundle(found.path, found.environments(args.environment))
     params = stack_parameters(b.template, dict(args.parameter), args.day0, args.secrets)
     inv, access = options.open_checked(args)

@@ -44,8 +44,8 @@ def add_format(p: argparse.ArgumentParser, *extra: str, columns: bool = False,
                    default="text", help=help)
     if columns:
         p.add_argument("-c", "--column", action="append", default=[], dest="columns", metavar="COLUMN",
-                       help="with -f table|value|csv|yaml|json: the column(s) to print (repeatable), as the openstack "
-                            "CLI's -c")
+                       help="the column(s) to print (repeatable), as the openstack CLI's -c: alone, a table of them; "
+                            "with -f value|csv|yaml|json, in that format")
 
 
 def tabular(args: argparse.Namespace) -> bool:
@@ -54,6 +54,8 @@ def tabular(args: argparse.Namespace) -> bool:
     from nfvcat.core.errors import UserError
 
     chosen = getattr(args, "columns", None)
+    if chosen and args.format == "text":  # -c alone: a table of those columns, as the openstack CLI gives
+        args.format = "table"
     if chosen and args.format not in (*TABULAR, "json"):
         raise UserError(f"-c selects columns of -f {', '.join(TABULAR)} or json, not -f {args.format}")
     return args.format in TABULAR or bool(chosen)

@@ -18,8 +18,8 @@ from nfvcat.commands import options
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("package", help="build a VNF package (ETSI SOL004 CSAR) from a vnfd entry",
                                    description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("entry", help="the vnfd entry directory, e.g. vnfd/vnf-vrouter, or NAME@VERSION for a "
-                                             "released version (e.g. vnf-vrouter@2.0.0)")
+    parser.add_argument("entry", metavar="ENTRY", help="a vnfd entry: its name (vnf-vrouter), NAME@VERSION for a "
+                        "released version (vnf-vrouter@2.0.1) or its directory (vnfd/vnf-vrouter)")
     parser.add_argument("-o", "--output", default=".", help="directory for NAME-VERSION.zip (default: .)")
     parser.add_argument("--with-image", action="store_true",
                         help="put the entry's images in the package (Files/images/, from `nfvcat image build`, "
@@ -29,13 +29,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from nfvcat import catalog
+    from nfvcat.catalog import history
     from nfvcat.packaging.csar import build
 
-    entry_dir = Path(args.entry)
-    if "@" in args.entry and not entry_dir.exists():  # NAME@VERSION: that release's files
-        from nfvcat import catalog
-        from nfvcat.catalog import history
-
-        entry_dir = history.resolve(catalog.require_root(), args.entry, "vnfd").dir
-    print(build(entry_dir, Path(args.output), with_image=args.with_image, signer=options.signer(args)))
+    root = catalog.require_root()
+    entry = history.resolve(root, args.entry, "vnfd")  # NAME, NAME@VERSION (that release's files) or a directory
+    print(build(entry.dir, Path(args.output), with_image=args.with_image, signer=options.signer(args),
+                releasing=history.release_day(root, args.entry, "vnfd")))
     return 0

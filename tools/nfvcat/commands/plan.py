@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from nfvcat import catalog
-from nfvcat.catalog import entries
+from nfvcat.catalog import history
 from nfvcat.commands import options
 from nfvcat.core import yamlpos
 from nfvcat.core.errors import EXIT_ENGINE, EXIT_FINDINGS, EXIT_OK, UserError
@@ -90,7 +90,7 @@ def _chain(args: argparse.Namespace) -> Any:
                              vnfs=[request.Vnf(name=flavor.name, flavor=flavor, ports=ports, count=args.count)])
     if not args.request:
         raise UserError("nothing to plan: give a placement request, a HOT template or --flavor")
-    found = entries.template(args.request)  # a file, or a catalog entry by name (chain-vrouter)
+    found = history.template(args.request)  # a file, an entry by name (chain-vrouter) or NAME@VERSION
     path = args.request if found.path == Path(args.request) else str(found.path)  # a file: as given
     try:
         with open(path, encoding="utf-8") as f:

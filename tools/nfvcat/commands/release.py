@@ -31,7 +31,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("-o", "--output", metavar="DIR",
                         help="also build the release's artefacts into DIR: every image (NAME-VERSION.qcow2, built "
                         "or from the cache of its lock) with its CycloneDX SBOM (.cdx.json), every VNF package, "
-                        "and SHA256SUMS")
+                        "the catalog site (site/index.html, as `nfvcat site` builds it) and SHA256SUMS")
     options.add_sign(parser)
     options.add_format(parser)
     parser.set_defaults(func=run)

@@ -24,10 +24,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from nfvcat.catalog import entries
+    from nfvcat.catalog import history
     from nfvcat.validation.translate import TranslationError, translate
 
-    path = str(entries.template(args.template, "tosca").path)
+    path = str(history.template(args.template, "tosca").path)
     params = dict(args.parameter)
     try:
         hot = translate(path, params)

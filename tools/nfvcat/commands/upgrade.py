@@ -41,7 +41,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("stack", metavar="NAME", help="the stack, or with --via tacker the VNF instance (as `nfvcat "
                                                 "list` shows it)")
     options.add_via(p, "heat", "tacker")
-    p.add_argument("--to", metavar="VERSION", help="target version (default: the newest the catalog offers)")
+    p.add_argument("--to", metavar="VERSION", help="target version: VERSION, or the entry as NAME@VERSION, NAME (the "
+                   "working tree's) or its directory (default: the newest the catalog offers)")
     p.add_argument("--dry-run", action="store_true", help="print the preview and stop")
     p.add_argument("--yes", action="store_true", help="do not ask before updating")
     p.add_argument("--map", action="append", default=[], type=options.parameter, metavar="OLD=NEW",
@@ -73,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
     with cloud_errors(f"upgrade {args.stack}"):
         lost = upgrade.resume(stacks, args.stack, args.timeout, args.stall)
         full, entry_name, _ = upgrade.deployed_stack(stacks, args.stack)
-        to = args.to or history.newest(root, entry_name, "heat")
+        to = history.target_version(root, entry_name, "heat", args.to)
         if to is None:
             raise UserError(f"{entry_name}: the catalog offers no version of it")
         target = history.resolve(root, f"{entry_name}@{to}", "heat")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import os
 import sys
 from typing import Any
 
@@ -42,7 +43,7 @@ def _arguments(p: argparse.ArgumentParser) -> None:
                         "entry")
     options.add_environments(p, "Heat environment file for the templates (repeatable)")
     options.add_parameters(p)
-    options.add_format(p, "sarif")
+    options.add_format(p, "sarif", "junit")
     p.add_argument("--strict", action="store_true", help="warnings fail too")
     p.add_argument("--site", metavar="FILE", help="site profile: which physnet is SR-IOV, which OVS-DPDK")
     p.add_argument("--no-cache", action="store_true", help="run every engine, ignore cached results")
@@ -65,8 +66,8 @@ def _arguments(p: argparse.ArgumentParser) -> None:
 
 def _call(args: argparse.Namespace) -> dict[str, Any]:
     call = {k: v for k, v in vars(args).items() if k not in ("func", "command")}
-    if any("@" in p for p in args.paths):
-        call["paths"] = [_released(p) for p in args.paths]
+    if any(not os.path.exists(p) for p in args.paths) and not args.skip_unknown and not args.stdin_filename:
+        call["paths"] = [q for p in args.paths for q in _entries(p)]
     return call
 
 
@@ -100,16 +101,19 @@ def _read_pipe(path: str, cap: int | None) -> str:
         raise UserError(f"{path}: cannot read: {exc.strerror or exc}") from None
 
 
-def _released(path: str) -> str:
-    """A PATH that is no file but NAME@VERSION: that release's entry directory (git history, checked digests)."""
-    import os
+def _entries(path: str) -> list[str]:
+    """A PATH that is no file but an entry's NAME or NAME@VERSION: the entry directories it names (a release's
+    from git history, its digests checked); vnf-vrouter names a heat entry and a vnfd entry."""
+    import re
 
-    if "@" not in path or os.path.exists(path):
-        return path
+    if os.path.exists(path) or not re.fullmatch(r"[\w.-]+@[\w.+-]+|[\w/.-]+@[\w.+-]+|[A-Za-z0-9][\w.-]*", path) or (
+            "@" not in path and path.endswith((".yaml", ".yml", ".json", ".zip", ".csar", ".cfg"))):
+        return [path]  # a missing file is the pipeline's E0002
     from nfvcat import catalog
     from nfvcat.catalog import history
 
-    return str(history.locate(catalog.require_root(), path))
+    root = catalog.find_root()
+    return [str(d) for d in history.locate(root, path)] if root is not None else [path]
 
 
 def run(args: argparse.Namespace) -> int:

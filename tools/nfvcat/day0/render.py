@@ -22,7 +22,7 @@ from typing import Any
 
 import yaml
 
-from nfvcat.catalog import entries
+from nfvcat.catalog import history
 from nfvcat.core.errors import UserError
 
 NAMESPACE = uuid.UUID("6f1c7c2e-54a4-4a4c-9a53-6e66a7d0d0a0")  # nfvcat day-0 ids (uuid5)
@@ -132,9 +132,9 @@ def _heat() -> None:
 def render(vnf: str, environments: list[str] | None = None, parameters: dict[str, str] | None = None,
            server: str | None = None) -> Day0:
     """Resolve the server's user_data with Heat's own functions; ports from the template's ``networks``. ``vnf``
-    and ``environments`` as every command takes them (nfvcat.catalog.entries.template): a catalog VNF by name
+    and ``environments`` as every command takes them (nfvcat.catalog.history.template): a catalog VNF by name
     (``vnf-ipsec-gw`` or ``ipsec-gw``), its directory or a template; files or the entry's examples by name."""
-    found = entries.template(vnf)
+    found = history.template(vnf)
     path, env_paths = found.path, found.environments(list(environments or []))
     params, facts = _split_parameters(dict(parameters or {}))
     _heat()

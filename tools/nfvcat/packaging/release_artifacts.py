@@ -57,7 +57,8 @@ def sha256sums(out: Path, sums: dict[Path, str]) -> Path:
 
 def build_all(root: Path, out: Path, say: Say, signer: tuple[Any, Any] | None = None,
               releasing: str | None = None) -> list[Path]:
-    """Images, SBOMs and packages of the catalog under ``out``, and their SHA256SUMS; returns the files written.
+    """Images, SBOMs and packages of the catalog under ``out`` and their SHA256SUMS, and the catalog site
+    (``site/``, as ``nfvcat site`` builds it); returns the files written.
     ``releasing``: the day of the release being made, the release date of a package whose version the record
     does not hold yet (the record then gets the same day)."""
     from nfvcat.packaging.csar import build as package
@@ -77,4 +78,8 @@ def build_all(root: Path, out: Path, say: Say, signer: tuple[Any, Any] | None = 
         say(f"package {entry_dir.name}")
         path = package(entry_dir, pkgs, signer=signer, releasing=releasing)
         sums[path] = build.sha256_of(path)
-    return [*sums, sha256sums(out, sums)]
+    from nfvcat.packaging import site
+
+    say("site")
+    pages = site.build(root, out / "site")  # the catalog site beside the packages: read, not downloaded and checked
+    return [*sums, sha256sums(out, sums), *pages]

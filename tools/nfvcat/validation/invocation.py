@@ -71,6 +71,8 @@ def render(report: Report, inv: Invocation, out: TextIO, err: TextIO) -> int:
         from nfvcat.validation.rules import all_rules
 
         text = output.sarif(report.findings, all_rules(), report.suppressed)
+    elif fmt == "junit":
+        text = output.junit(report.findings, report.checked, report.timings.get("total", 0.0))
     else:
         text = output.text(report.findings, report.files, len(report.skipped), len(report.excluded),
                            report.suppressed, bool(inv.args.get("show_suppressed")))

@@ -65,6 +65,7 @@ class Report:
     skipped: list[str] = field(default_factory=list)  # none of nfvcat's kinds (discovery.skipped)
     excluded: list[str] = field(default_factory=list)  # .nfvcat.yaml exclude
     suppressed: list[Suppressed] = field(default_factory=list)
+    checked: list[str] = field(default_factory=list)  # the files checked (JUnit's test cases), as given
 
     def to_json(self) -> dict[str, Any]:
         return {"findings": [f.to_json() for f in self.findings], "files": self.files, "timings": self.timings,

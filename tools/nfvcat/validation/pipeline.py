@@ -114,4 +114,4 @@ def _validate(paths: list[str], options: Options, executor: Executor,
     failed = any(f.rule_id == ENGINE_FAILURE.id for f in findings)
     findings, suppressed = suppress.split(findings, library.docs, options.project)
     return Report(findings, len(checked), timings, per_engine, hits, failed, wanted.skipped, wanted.excluded,
-                  suppressed)
+                  suppressed, [d.path for d in checked])

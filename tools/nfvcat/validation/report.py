@@ -18,16 +18,23 @@ SARIF_LEVEL = {"error": "error", "warning": "warning", "informational": "note"}
 SRCROOT = "%SRCROOT%"  # the base id GitHub code scanning resolves against the repository's checkout
 
 
+def line(f: Finding, note: str = "") -> list[str]:
+    """One finding as compilers write theirs, so editors' and CI's problem matchers read it:
+    ``path:line:col: severity id: message``, any further lines of the message indented under it."""
+    first, *rest = (f.message + note).splitlines() or [""]
+    return [f"{f.file}:{f.line}:{f.column}: {f.severity} {f.rule_id}: {first}", *(f"    {r}" for r in rest)]
+
+
 def text(findings: Sequence[Finding], files: int, skipped: int = 0, excluded: int = 0,
          suppressed: Sequence[Suppressed] = (), show_suppressed: bool = False) -> str:
     lines = []
     for f in findings:
-        lines += [f"{f.rule_id} {f.message}", f"{f.file}:{f.line}:{f.column}", ""]
+        lines += line(f)
     if show_suppressed:
         for s in suppressed:
-            f = s.finding
-            lines += [f"{f.rule_id} {f.message} (suppressed by {s.by}{': ' + s.reason if s.reason else ''})",
-                      f"{f.file}:{f.line}:{f.column}", ""]
+            lines += line(s.finding, f" (suppressed by {s.by}{': ' + s.reason if s.reason else ''})")
+    if lines:
+        lines.append("")
     errors = sum(1 for f in findings if f.severity == "error")
     warnings = sum(1 for f in findings if f.severity == "warning")
     more = [f"{n} {what}" for n, what in ((len(suppressed), "suppressed"), (excluded, "excluded by .nfvcat.yaml"),
@@ -35,6 +42,40 @@ def text(findings: Sequence[Finding], files: int, skipped: int = 0, excluded: in
     summary = f"{errors} error(s), {warnings} warning(s) in {files} file(s)"
     lines.append(summary + (f"; {', '.join(more)}" if more else ""))
     return "\n".join(lines)
+
+
+def junit(findings: Sequence[Finding], checked: Sequence[str], seconds: float = 0.0) -> str:
+    """JUnit XML as the Jenkins xUnit plugin's schema (junit-10.xsd) takes it, written by junitparser as the
+    campaign reports are: one test case per file checked, each finding of it a failure (an error finding) or
+    a failure of type warning; a finding in a file that was not a target (a nested template's) gets its own."""
+    import io
+
+    from junitparser import Failure, xunit2
+    from junitparser.junitparser import FinalResult
+
+    from nfvcat.core.xmltext import xml_text
+
+    by_file: dict[str, list[Finding]] = {f: [] for f in checked}
+    for f in findings:
+        by_file.setdefault(f.file, []).append(f)
+    suite = xunit2.TestSuite("nfvcat validate")
+    for path, found in by_file.items():
+        case = xunit2.TestCase(xml_text(path), classname="nfvcat.validate", time=0)
+        results: list[FinalResult] = []
+        for f in found:
+            result = Failure(xml_text(f"{f.rule_id}: {f.message.splitlines()[0] if f.message else ''}"[:500]),
+                             f.severity)
+            result.text = xml_text("\n".join(line(f)))
+            results.append(result)
+        case.result = results
+        suite.add_testcase(case)
+    top = xunit2.JUnitXml("nfvcat validate")
+    top.add_testsuite(suite)
+    top.update_statistics()
+    suite.time = top.time = round(seconds, 3)
+    out = io.BytesIO()
+    top.write(out, pretty=True)
+    return out.getvalue().decode("utf-8")
 
 
 def as_json(findings: Sequence[Finding], files: int = 0, skipped: Sequence[str] = (), excluded: Sequence[str] = (),

@@ -10,10 +10,18 @@ from pathlib import Path
 from nfvcat.commands import options
 from nfvcat.core.errors import EXIT_ENGINE, EXIT_OK
 
+GROUP = "the dev cloud"  # where `nfvcat --help` lists this plugin's command
+EPILOG = """Examples:
+  nfvcat devcloud up && nfvcat instantiate chain-vrouter --os-cloud nfvcat-dev
+  nfvcat devcloud down
+  nfvcat devcloud status -f json
+
+Exit codes: 0 ok; 1 usage error; 3 a service could not be started or stopped."""
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("devcloud", help="start, stop or show the private dev OpenStack (loopback only)",
-                              description=__doc__)
+                              description=__doc__, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--dir", help="state directory (default: .devcloud/ at the repository root or "
                                  "$NFVCAT_DEVCLOUD_DIR)")
     sub = p.add_subparsers(dest="action", metavar="ACTION")

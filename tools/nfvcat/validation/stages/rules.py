@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, replace
 
+from nfvcat.catalog.entries import release_rules
 from nfvcat.core import hot
 from nfvcat.core.documents import Document
 from nfvcat.core.findings import RawFinding
@@ -55,8 +56,9 @@ def check(doc: Document, ctx: Context, rules: list[Rule], library: Library, exam
     """``rules`` over the document (an entry's template with each of its examples)."""
     found: Found = []
     contexts = with_examples(doc, ctx, library, examples, options)
+    era = release_rules(doc.abspath)
     for rule in rules:
-        if doc.kind in rule.kinds:
+        if doc.kind in rule.kinds and (era is None or rule.id in era):
             for each in contexts:
                 found.extend((doc, raw) for raw in safe(rule, doc, each))
     return found
@@ -88,10 +90,13 @@ def nested(parent: Document, ctx: Context, rules: list[Rule], library: Library, 
         child = library.doc(path)
         if child.kind != "hot" or child.problems:
             continue  # Heat's bundling (E1002) reports a nested template that cannot be read
+        era = release_rules(child.abspath)
         here = [*via, f"{parent.path} resource '{name}'"]
         child_ctx = replace(ctx, parameters=hot.child_parameters(parent.data, properties, ctx.parameters),
                             outer=(parent.data, *ctx.outer))
         for rule in rules:
+            if era is not None and rule.id not in era:
+                continue
             for raw in safe(rule, child, child_ctx):
                 found.append((child, replace(raw, message=f"{raw.message} (as used by {' via '.join(here)})")))
         found.extend(nested(child, child_ctx, rules, library, here))
