@@ -76,7 +76,7 @@ def explain(key: str) -> str:
 
 
 def _versions(root: Path, e: entries.Entry, kind: str, dates: dict[tuple[str, str], str],
-              snapshot: dict[str, releases.Entry]) -> list[Version]:
+              snapshot: dict[str, releases.Snapshot]) -> list[Version]:
     """Every released version of the entry (and the working tree's when newer), newest first. ``dates``: the
     record history's (``releases.recorded_dates``); ``snapshot``: the working tree's interfaces."""
     rel = os.path.relpath(e.dir, root).replace(os.sep, "/")
