@@ -312,3 +312,40 @@ def test_on_drift_a_file_given_must_be_the_released_one(cat: Path, cloud: Any, m
     assert any("(--image) is the released file of images/demo 1.0.0" in s for s in said), said
     created = [r.json() for r in m.request_history if r.method == "POST" and r.path == "/v2/images"]
     assert created[0]["nfvcat_source"] == "catalog" and created[0]["nfvcat_differs"] == "none"
+
+
+def test_image_list_shows_the_drift_and_the_cached_rebuild(cat: Path, cloud: Any, monkeypatch: pytest.MonkeyPatch,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    from nfvcat import cli
+
+    m, conn = cloud
+    lock = _drifted(cat, m, monkeypatch)
+    assert cli.main(["image", "list", "--format", "json"]) == 0
+    row = json.loads(capsys.readouterr().out)[0]
+    assert row["sha256"] == lock.sha256 and row["cached"] is None and row["source"] is None
+    assert row["mirror"]["serves_lock"] is False and row["mirror"]["missing"] == [{"package": "libpam0g",
+                                                                                    "locked": OLD}]
+    assert row["mirror"]["newer"] == [{"package": "libpam0g", "locked": OLD, "newest": NEW, "suite": "bookworm",
+                                       "kind": "point-release"}]
+    content = b"the image Debian's mirror gives today"
+    monkeypatch.setattr(build, "build", _mirror_build(content, []))
+    _glance_accepts(m, content)
+    onboarding.images(conn, cat, None, {}, False, print)
+    capsys.readouterr()
+    assert cli.main(["image", "list"]) == 0
+    out = capsys.readouterr().out
+    assert f"cached: local rebuild sha256 {hashlib.sha256(content).hexdigest()}" in out
+    assert "mirror: no longer serves the lock: 1 packages newer (1 point releases), 1 locked versions gone" in out
+    assert f"libpam0g {OLD} -> {NEW} (point release, bookworm)" in out
+
+
+def test_image_list_says_unknown_when_the_mirror_cannot_be_read(cat: Path, cloud: Any,
+                                                                monkeypatch: pytest.MonkeyPatch,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    from nfvcat import cli
+
+    m, _ = cloud
+    _drifted(cat, m, monkeypatch)
+    m.get(MIRROR_INDEX, status_code=503)
+    assert cli.main(["image", "list"]) == 3
+    assert "mirror: unknown (" in capsys.readouterr().out

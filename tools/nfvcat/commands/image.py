@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from nfvcat.commands import options
-from nfvcat.core.errors import EXIT_OK
-from nfvcat.packaging.images import build, recipe
+from nfvcat.core.errors import EXIT_ENGINE, EXIT_OK
+from nfvcat.packaging.images import build, mirror, obtain, recipe
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -28,7 +28,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     b.add_argument("--force", action="store_true", help="build even when the cache holds the lock's image")
     options.add_format(b)
     b.set_defaults(func=run_build)
-    ls = sub.add_parser("list", help="image entries, versions, locked sha256 and whether a build is cached")
+    ls = sub.add_parser("list", help="image entries, versions, locked sha256, whether Debian's mirror still serves "
+                        "each lock (the packages it serves newer, security updates named) and what is cached",
+                        description="Each image entry, its lock's sha256, whether the image cache holds the lock's "
+                        "build or a local rebuild, and whether Debian's mirror still serves the lock: a build "
+                        "installs exactly the locked versions. Drift lists every package the mirror serves newer: "
+                        "a security update (the -security suite), a stable update (-updates) or a point release. "
+                        "Exit 3 when the mirror could not be read (drift unknown).")
     options.add_format(ls)
     ls.set_defaults(func=run_list)
 
@@ -59,17 +65,34 @@ def run_build(args: argparse.Namespace) -> int:
 
 
 def run_list(args: argparse.Namespace) -> int:
-    rows = []
-    for name in recipe.names():
-        r = recipe.load(name)
-        lock = recipe.read_lock(r)
-        hit = build.cached(r)
-        rows.append({"image": name, "version": r.version, "sha256": lock.sha256 if lock else None,
-                     "cached": str(hit.disk) if hit else None})
+    rows = [obtain.describe(recipe.load(name)) for name in recipe.names()]
+    unknown = [row for row in rows if row["mirror"] is not None and row["mirror"]["serves_lock"] is None]
     if args.format == "json":
         print(json.dumps(rows, indent=2))
-        return EXIT_OK
+        return EXIT_ENGINE if unknown else EXIT_OK
     for row in rows:
-        print(f"{row['image']} {row['version']} sha256 {row['sha256'] or '(no lock: never built)'}"
-              f"{'  cached' if row['cached'] else ''}")
-    return EXIT_OK
+        cached = {"catalog": "  cached", "rebuild": f"  cached: local rebuild sha256 {row.get('rebuild_sha256')}",
+                  None: ""}[row["source"]]
+        print(f"{row['image']} {row['version']} sha256 {row['sha256'] or '(no lock: never built)'}{cached}")
+        m = row["mirror"]
+        if m is None:
+            continue
+        if m["serves_lock"] is None:
+            print(f"  mirror: unknown ({m['error']})")
+            continue
+        if m["serves_lock"]:
+            print("  mirror: serves the lock (a build reproduces its sha256)")
+            continue
+        kinds = [n["kind"] for n in m["newer"]]
+        counts = ", ".join(f"{kinds.count(k)} {label}s" for k, label in mirror.KINDS.items() if k in kinds)
+        print(f"  mirror: no longer serves the lock: {len(m['newer'])} packages newer ({counts})"
+              + (f", {len(m['missing'])} locked versions gone" if m["missing"] else "")
+              + f" (`nfvcat image renew {row['image']}`)")
+        for n in m["newer"]:
+            print(f"    {n['package']} {n['locked']} -> {n['newest']} ({mirror.KINDS[n['kind']]}, {n['suite']})")
+        for gone in m["missing"]:
+            if not any(n["package"] == gone["package"] for n in m["newer"]):
+                print(f"    {gone['package']} {gone['locked']}: no longer served")
+    if unknown:
+        print("the mirror could not be read: drift unknown", file=sys.stderr)
+    return EXIT_ENGINE if unknown else EXIT_OK

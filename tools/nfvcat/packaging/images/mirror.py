@@ -22,6 +22,7 @@ from nfvcat.packaging.images.recipe import Lock, Recipe
 TIMEOUT = (10, 120)  # connect, read: every mirror request has a deadline
 MAX_INDEX = 64 << 20  # bytes of one Packages.xz: an answer larger than any Debian index is refused
 ARCH = "amd64"
+KINDS = {"security": "security update", "stable-update": "stable update", "point-release": "point release"}
 
 
 class MirrorError(UserError):
@@ -58,9 +59,7 @@ class Newer:
                 "kind": self.kind}
 
     def text(self) -> str:
-        what = {"security": "security update", "stable-update": "stable update",
-                "point-release": "point release"}[self.kind]
-        return f"{self.package} {self.locked} -> {self.newest} ({what}, {self.suite})"
+        return f"{self.package} {self.locked} -> {self.newest} ({KINDS[self.kind]}, {self.suite})"
 
 
 @dataclass

@@ -149,3 +149,28 @@ def verify(built: build.Built, path: Path, digest: str) -> str | None:
     if built.lock_sha256 not in (record.get("compared") or {}):
         return "its build record was never compared with this lock"
     return None
+
+
+def describe(r: recipe.Recipe) -> dict[str, Any]:
+    """One image entry as ``nfvcat image list`` shows it: its lock, whether Debian's mirror still serves it
+    (a build installs exactly the lock's versions) and which packages it serves newer, security updates named
+    as such; and what the image cache holds: the lock's build (catalog) or a local rebuild from the mirror."""
+    lock = recipe.read_lock(r)
+    row: dict[str, Any] = {"image": r.name, "version": r.version, "sha256": lock.sha256 if lock else None,
+                           "cached": None, "source": None, "mirror": None}
+    hit = build.cached(r)
+    if hit is not None:
+        row.update(cached=str(hit.disk), source=CATALOG)
+    if lock is None:
+        return row
+    try:
+        st = mirror.status(r, lock)
+    except mirror.MirrorError as exc:
+        row["mirror"] = {"serves_lock": None, "error": str(exc)}
+        return row
+    row["mirror"] = st.as_dict()
+    if hit is None and not st.serves_lock and lock.recipe == r.digest():
+        again = cached_packages(r, {p: st.newest.get(p, v) for p, v in lock.packages.items()})
+        if again is not None:
+            row.update(cached=str(again.disk), source=REBUILD, rebuild_sha256=again.lock.sha256)
+    return row
