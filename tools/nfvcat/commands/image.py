@@ -28,6 +28,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     b.add_argument("--force", action="store_true", help="build even when the cache holds the lock's image")
     options.add_format(b)
     b.set_defaults(func=run_build)
+    rn = sub.add_parser(
+        "renew", help="renew the images whose lock Debian's mirror no longer serves: rebuild, new lock, bumps",
+        description="For each image (default: all) whose lock Debian's mirror no longer serves (see `nfvcat image "
+        "list`): a patch bump of the image entry (unless its version is unreleased), a build from what the mirror "
+        "serves (~2-3 minutes, root) writing the new lock, and every catalog entry referencing the image follows: "
+        "its image reference and Glance name nfvcat-NAME-VERSION (templates, examples, VNFD, README), a patch bump "
+        "unless its version is unreleased, a CHANGELOG line naming the updated packages; checksums and VNFD "
+        "identities as `nfvcat docs` makes them. `nfvcat versions` passes on the result: review and commit it.")
+    rn.add_argument("names", nargs="*", metavar="NAME", help="image entries (default: all)")
+    rn.add_argument("--force", action="store_true", help="renew even when the mirror still serves the lock")
+    options.add_format(rn)
+    rn.set_defaults(func=run_renew)
     ls = sub.add_parser("list", help="image entries, versions, locked sha256, whether Debian's mirror still serves "
                         "each lock (the packages it serves newer, security updates named) and what is cached",
                         description="Each image entry, its lock's sha256, whether the image cache holds the lock's "
@@ -61,6 +73,26 @@ def run_build(args: argparse.Namespace) -> int:
               f"({how}; lock {res['lock']})")
         for c in res["changes"]:
             print(f"  {c}")
+    return EXIT_OK
+
+
+def run_renew(args: argparse.Namespace) -> int:
+    from nfvcat import catalog
+    from nfvcat.packaging.images import renew
+
+    done = renew.renew(catalog.require_root(), list(args.names), _say, force=args.force)
+    if args.format == "json":
+        print(json.dumps([d.as_dict() for d in done], indent=2))
+        return EXIT_OK
+    for d in done:
+        how = "cached build" if d.seconds is None else f"built in {d.seconds:.0f} s"
+        print(f"{d.image} {d.old} -> {d.new}: sha256 {d.sha256} {d.size} bytes ({how})")
+        for u in d.updates:
+            print(f"  {u}")
+        for e in d.entries:
+            print(f"  {e}")
+    if not done:
+        print("nothing to renew: the mirror serves every lock")
     return EXIT_OK
 
 
