@@ -167,21 +167,36 @@ def images(conn: Any, root: Path, image_dir: Path | None, overrides: dict[str, P
         raise UserError(f"--image {unknown[0]}=...: no catalog image of that name (known: {', '.join(sorted(names))})")
     files: list[tuple[dict[str, Any], ImageFile, str]] = []
     for img in known:  # every file is found (or built) and verified before anything is uploaded
-        f = image_file(img, root, image_dir, overrides, None if dry_run else say)
-        if f is None and dry_run and image_dir is None and locked_sha256(img):
-            out.append(Action("image", str(img["name"]), "build", f"images/{img.get('image')} {img.get('version')} "
-                              "is not built here: onboard builds it (minutes; from what Debian's mirror serves "
-                              "when it no longer serves the lock), verifies and uploads it"))
-            continue
-        if f is None:
-            hint = f"no {img.get('file')} in {image_dir}" if image_dir else "not built"
-            raise UserError(f"image {img['name']}: {hint}: run `nfvcat image build {img.get('image')}` or pass "
-                            f"--image {img['name']}=FILE", EXIT_FINDINGS)
-        digest = verified(img, f)
-        if f.origin in ("--image", "--image-dir"):
-            say(f"image {img['name']}: {f.path} ({f.origin}) is the released file of images/{img.get('image')} "
-                f"{img.get('version')} (sha256 {digest}, the lock's)")
-        files.append((img, f, digest))
+        got = prepare(img, root, image_dir, overrides, dry_run, say)
+        if isinstance(got, Action):
+            out.append(got)
+        else:
+            files.append(got)
+    return out + upload(conn, files, dry_run, say)
+
+
+def prepare(img: dict[str, Any], root: Path, image_dir: Path | None, overrides: dict[str, Path], dry_run: bool,
+            say: Any) -> tuple[dict[str, Any], ImageFile, str] | Action:
+    """The verified file of one catalog image (found, or built: ``image_file``), or the dry run's "build"."""
+    f = image_file(img, root, image_dir, overrides, None if dry_run else say)
+    if f is None and dry_run and image_dir is None and locked_sha256(img):
+        return Action("image", str(img["name"]), "build", f"images/{img.get('image')} {img.get('version')} is not "
+                      "built here: it is built (minutes; from what Debian's mirror serves when it no longer serves "
+                      "the lock), verified and uploaded")
+    if f is None:
+        hint = f"no {img.get('file')} in {image_dir}" if image_dir else "not built"
+        raise UserError(f"image {img['name']}: {hint}: run `nfvcat image build {img.get('image')}` or pass "
+                        f"--image {img['name']}=FILE", EXIT_FINDINGS)
+    digest = verified(img, f)
+    if f.origin in ("--image", "--image-dir"):
+        say(f"image {img['name']}: {f.path} ({f.origin}) is the released file of images/{img.get('image')} "
+            f"{img.get('version')} (sha256 {digest}, the lock's)")
+    return img, f, digest
+
+
+def upload(conn: Any, files: list[tuple[dict[str, Any], ImageFile, str]], dry_run: bool, say: Any) -> list[Action]:
+    """Each verified file into Glance under its catalog name, with its provenance; idempotent."""
+    out = []
     for img, f, file_sha in files:
         path = f.path
         name = str(img["name"])

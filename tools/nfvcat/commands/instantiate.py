@@ -28,7 +28,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                               "through Tacker), then check it", description=__doc__)
     p.add_argument("chain", help="catalog entry in templates/heat (e.g. chain-vrouter), its directory or a template, "
                                  "or NAME@VERSION for a released version (its files from the release record and git "
-                                 "history); with --via tacker, a vnfd entry (e.g. vnfd/vnf-vrouter)")
+                                 "history, its images put on the cloud first: the build of that release's image "
+                                 "lock, a local rebuild when Debian's mirror moved on, or --image-dir/--image); "
+                                 "with --via tacker, a vnfd entry (e.g. vnfd/vnf-vrouter)")
     options.add_via(p, "heat", "tacker")
     tk = p.add_argument_group("--via tacker")
     tk.add_argument("--vnf", metavar="NAME", help="VNF instance name (default: the entry's name)")
@@ -42,6 +44,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--secrets", help="YAML file of secret parameters (never echoed)")
     p.add_argument("--day0", choices=["config-drive", "metadata"], default="config-drive",
                    help="day-0 delivery (sets use_config_drive when the template has it)")
+    options.add_images(p)
     options.add_timeout(p, 900, "the stack (or Tacker's LCM operation)")
     p.add_argument("--ready-timeout", type=float, default=900, metavar="SECONDS",
                    help="seconds to wait, after the stack, for each VNF's ready line in Nova's console log "
@@ -51,7 +54,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from nfvcat import catalog
     from nfvcat.catalog import entries, history
+    from nfvcat.cloud import release_images
     from nfvcat.cloud.check import check_stack
     from nfvcat.cloud.connect import cloud_errors, connect
     from nfvcat.cloud.marks import mark
@@ -61,7 +66,9 @@ def run(args: argparse.Namespace) -> int:
 
     if args.via == "tacker":
         return _via_tacker(args)
-    found = history.released_template(args.chain) or entries.template(args.chain)
+    released = history.released_template(args.chain)
+    found = released or entries.template(args.chain)
+    image_dir, overrides = options.image_overrides(args)
     b = bundle(found.path, found.environments(args.environment))
     params = stack_parameters(b.template, dict(args.parameter), args.day0, args.secrets)
     inv, access = options.open_checked(args)
@@ -72,6 +79,8 @@ def run(args: argparse.Namespace) -> int:
     say = options.progress(args)
 
     with cloud_errors(f"instantiate {name}"):
+        if released is not None:  # that release's images (its Glance names), on the cloud before Heat is called
+            release_images.ensure(conn, catalog.require_root(), meta, image_dir, overrides, say)
         sid = converge(Stacks(conn, say), name, b, params, args.timeout, tags)
         say(f"{name}: stack {sid} complete" + (f" ({tags[0].removeprefix('nfvcat:')})" if tags else ""))
         ready = stack_ready(conn, name, args.ready_timeout, say)

@@ -58,6 +58,14 @@ def run(args: argparse.Namespace) -> int:
                 print(f"{r.entry}: error: {err}")
         print(f"not released: {len(failed)} entries fail `nfvcat versions`")
         return EXIT_FINDINGS
+    from nfvcat.packaging.images import renew
+
+    stale = renew.drifted(root)
+    if stale:
+        for line in stale:
+            print(f"error: {line}")
+        print(f"not released: {len(stale)} images drifted from their locks")
+        return EXIT_FINDINGS
     artefacts: list[str] = []
     today = datetime.now(UTC).date().isoformat()  # the release date of every version this release records
     if args.output:  # first: a build may lock an unreleased image version, which the record then holds

@@ -48,6 +48,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="carry removed/renamed parameter OLD's value to NEW (OLD= drops it); repeatable")
     options.add_environments(p, "environment file, or the name of one of the target entry's examples")
     options.add_parameters(p)
+    options.add_images(p)
     options.add_timeout(p, 900, "the stack update")
     p.add_argument("--stall", type=float, default=600, metavar="SECONDS",
                    help="an update in progress with no new event for this long is taken as lost (heat-engine "
@@ -61,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
         return _via_tacker(args)
     from nfvcat import catalog
     from nfvcat.catalog import history
-    from nfvcat.cloud import upgrade
+    from nfvcat.cloud import release_images, upgrade
     from nfvcat.cloud.check import check_stack
     from nfvcat.cloud.connect import cloud_errors, connect
     from nfvcat.cloud.stacks import Stacks, bundle
@@ -94,6 +95,8 @@ def run(args: argparse.Namespace) -> int:
             return EXIT_OK
         if not args.yes and not confirm(plan):
             raise UserError("not confirmed (--yes skips the question)", EXIT_USAGE)
+        image_dir, overrides = options.image_overrides(args)  # the target's images, on the cloud before Heat
+        release_images.ensure(conn, root, target.meta, image_dir, overrides, say)
         status = upgrade.apply(stacks, plan, b, params, clear, args.timeout, args.stall, lost)
         say(f"{args.stack}: {status}, {plan.entry}@{plan.target}")
         verdicts = [] if args.no_check else check_stack(conn, args.stack, *options.open_checked(args))

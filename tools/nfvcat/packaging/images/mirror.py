@@ -170,6 +170,8 @@ def _by_version(x: tuple[str, Suite], y: tuple[str, Suite]) -> int:
 
 def status(recipe: Recipe, lock: Lock) -> Status:
     """The mirror against ``lock``: which locked versions it no longer serves, which it serves newer."""
+    if not lock.packages:
+        return Status(True)
     by_suite = served(recipe, set(lock.packages))
     missing, newer, newest = [], [], {}
     for pkg, locked in sorted(lock.packages.items()):
