@@ -139,23 +139,27 @@ def _short(updates: list[str]) -> str:
     return "; ".join(updates[:12]) + (f"; and {len(updates) - 12} more" if len(updates) > 12 else "")
 
 
-def drifted(root: Path) -> list[str]:
-    """What ``nfvcat release`` refuses: each image entry whose lock Debian's mirror no longer serves (a fresh
-    machine cannot build the image the release would name), with what to run. Raises MirrorError (exit 3) when
-    the mirror cannot be read: a release never ships what it could not verify."""
-    out = []
+def drifted(root: Path) -> tuple[list[str], list[str]]:
+    """What ``nfvcat release`` says of images whose lock Debian's mirror no longer serves: errors for an image
+    version this release would record for the first time (a new lock no fresh machine can build: renew it
+    first), notes for a version already released and unchanged (drift is a normal state: deploying it takes a
+    local rebuild; ``nfvcat image renew`` and a bump ship new bits). Raises MirrorError (exit 3) when the mirror
+    cannot be read: a release never ships what it could not verify."""
+    errors, notes = [], []
     for name in recipe.names(root):
         r = recipe.load(name, root)
         lock = recipe.read_lock(r)
         if lock is None:
             continue
         status = mirror.status(r, lock)
-        if not status.serves_lock:
-            what = [n.text() for n in status.newer] + [f"{p} {v} no longer served" for p, v in status.missing
-                                                       if p not in status.newest]
-            out.append(f"images/{name} {r.version}: Debian's mirror no longer serves its lock ({_short(what)}): "
-                       f"run `nfvcat image renew {name}` and commit the renewed lock and bumps")
-    return out
+        if status.serves_lock:
+            continue
+        what = [n.text() for n in status.newer] + [f"{p} {v} no longer served" for p, v in status.missing
+                                                   if p not in status.newest]
+        line = (f"images/{name} {r.version}: Debian's mirror no longer serves its lock ({_short(what)}): run "
+                f"`nfvcat image renew {name}` and commit the renewed lock and bumps")
+        (notes if _released_version(root, f"images/{name}") == r.version else errors).append(line)
+    return errors, notes
 
 
 def renew(root: Path, names: list[str], say: build.Say, force: bool = False) -> list[Renewed]:
