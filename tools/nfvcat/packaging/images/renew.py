@@ -145,7 +145,8 @@ def drifted(root: Path) -> tuple[list[str], list[str]]:
     first), notes for a version already released and unchanged (drift is a normal state: deploying it takes a
     local rebuild; ``nfvcat image renew`` and a bump ship new bits). Raises MirrorError (exit 3) when the mirror
     cannot be read: a release never ships what it could not verify."""
-    errors, notes = [], []
+    errors: list[str] = []
+    notes: list[str] = []
     for name in recipe.names(root):
         r = recipe.load(name, root)
         lock = recipe.read_lock(r)
