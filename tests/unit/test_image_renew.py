@@ -85,9 +85,12 @@ def test_renew_bumps_the_image_and_its_references_and_the_version_gate_passes(
     assert "default: demo-1.0.1" in (heat / "demo.yaml").read_text()
     assert "`demo-1.0.1`" in (heat / "README.md").read_text()
     changelog = (heat / "CHANGELOG.md").read_text()
-    assert changelog.index("## 1.0.1") < changelog.index("## 1.0.0") and f"libpam0g {OLD} -> {NEW}" in changelog
+    assert changelog.index("## 1.0.1") < changelog.index("## 1.0.0")
+    assert f"libpam0g {OLD} -> {NEW}" in " ".join(changelog.split())  # wrapped
+    assert max(len(x) for x in changelog.splitlines()) <= 115
     image_log = (cat / "images" / "demo" / "CHANGELOG.md").read_text()
     assert image_log.startswith("# Changelog: image demo\n\n## 1.0.1\n\n- Renewed") and NEW in image_log
+    assert f"libpam0g {OLD} -> {NEW}" in " ".join(image_log.split())
     assert refs.sync(cat, write=False) == []
     _, reports = versions.compare(str(cat))
     assert [rep.errors for rep in reports if rep.errors] == []

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 import shutil
 import tempfile
+import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -68,7 +69,8 @@ def set_version(text: str, version: str) -> str:
 def add_changelog(path: Path, version: str, line: str) -> None:
     """``line`` as the first bullet under ``## version`` (the heading is added above the newest when missing)."""
     text = path.read_text(encoding="utf-8") if path.is_file() else f"# Changelog: {path.parent.name}\n"
-    bullet = "- " + line + "\n"
+    bullet = textwrap.fill(line, 115, initial_indent="- ", subsequent_indent="  ", break_on_hyphens=False,
+                           break_long_words=False) + "\n"
     m = re.search(rf"(?m)^## {re.escape(version)}[ \t]*(\(.*\))?\n\n?", text)
     if m is not None:
         text = text[:m.end()] + bullet + ("" if text[m.end():].startswith("-") else "\n") + text[m.end():]
