@@ -165,7 +165,7 @@ def test_a_build_that_is_not_the_locked_image_is_never_uploaded(cat: Path, cloud
     lock = (cat / "images" / "demo" / "image.lock").read_text()
     calls: list[str] = []
     monkeypatch.setattr(build, "build", _fake_build(b"the mirror moved on", calls))
-    with pytest.raises(UserError, match=r"images/demo 1.0.0: its recipe or the builder changed since image.lock was "
+    with pytest.raises(UserError, match=r"images/demo 1.0.0: its recipe changed since image.lock was "
                                         r"written .*not a mirror update") as err:
         onboarding.images(conn, cat, None, {}, False, print)
     assert err.value.exit_code == EXIT_FINDINGS and len(calls) == 1
@@ -349,3 +349,20 @@ def test_image_list_says_unknown_when_the_mirror_cannot_be_read(cat: Path, cloud
     m.get(MIRROR_INDEX, status_code=503)
     assert cli.main(["image", "list"]) == 3
     assert "mirror: unknown (" in capsys.readouterr().out
+
+
+def test_a_lock_an_older_builder_wrote_is_rebuilt_and_says_so(cat: Path, cloud: Any,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """A release's lock from git history, written by builder 3: the mirror may serve its packages, the bytes still
+    differ; the local rebuild names the builder among the differences."""
+    m, conn = cloud
+    lock = _drifted(cat, m, monkeypatch)
+    lock.builder, lock.packages = "3", {"libpam0g": NEW, "systemd-sysv": "252.39-1~deb12u1"}
+    recipe.write_lock(recipe.load("demo", cat), lock)
+    content = b"the image Debian's mirror gives today"
+    monkeypatch.setattr(build, "build", _mirror_build(content, []))
+    _glance_accepts(m, content)
+    onboarding.images(conn, cat, None, {}, False, print)
+    created = [r.json() for r in m.request_history if r.method == "POST" and r.path == "/v2/images"]
+    assert created[0]["nfvcat_source"] == "rebuild"
+    assert created[0]["nfvcat_differs"] == f"builder 3 -> {build.BUILDER_VERSION}"

@@ -13,8 +13,9 @@
    uploads it verifies the file against that record. Builds are cached by their inputs (builder, recipe,
    package versions): a second run, or the other tier, finds the rebuild without building again.
 
-A build that differs from the lock by its recipe or its builder is not drift but an unreleased change to the
-entry: refused, with what to run.
+A lock an older builder wrote (a release's, from git history) is rebuilt the same way, the builder named among the
+differences. A build whose recipe differs from the lock's is not drift but an unreleased change to the entry:
+refused, with what to run.
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ def write_record(built: build.Built, committed: recipe.Lock) -> None:
     path = built.disk.parent / RECORD
     old = read_record(built.disk) or {}
     compared = dict(old.get("compared") or {}) if old.get("sha256") == built.lock.sha256 else {}
-    compared[committed.sha256] = build.package_changes(committed.packages, built.lock.packages)
+    compared[committed.sha256] = built.changes
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps({**built.lock.as_dict(), "compared": compared}, indent=1), encoding="utf-8")
     tmp.replace(path)
@@ -88,14 +89,14 @@ def image(name: str, say: build.Say, root: Path | None = None) -> build.Built:
     if hit is not None:
         say(f"{r.name} {r.version}: cached build of the lock ({hit.disk})")
         return hit
-    drift_ok = committed is not None and committed.recipe == r.digest() and committed.builder == build.BUILDER_VERSION
+    drift_ok = committed is not None and committed.recipe == r.digest()  # the lock is this recipe's
     if drift_ok and committed is not None:
         try:
             status: mirror.Status | None = mirror.status(r, committed)
         except mirror.MirrorError as exc:
             say(f"{r.name} {r.version}: cannot tell whether the mirror still serves the lock ({exc}); building")
             status = None
-        if status is not None and not status.serves_lock:
+        if status is not None and (not status.serves_lock or committed.builder != build.BUILDER_VERSION):
             predicted = {p: status.newest.get(p, v) for p, v in committed.packages.items()}
             again = cached_packages(r, predicted)
             if again is not None:
@@ -112,9 +113,9 @@ def image(name: str, say: build.Say, root: Path | None = None) -> build.Built:
     if built.lock.sha256 == committed.sha256:
         built.source = CATALOG
         return built
-    if not drift_ok or built.lock.recipe != committed.recipe or built.lock.builder != committed.builder:
+    if not drift_ok or built.lock.recipe != committed.recipe:
         raise build.BuildError(
-            f"images/{r.name} {r.version}: its recipe or the builder changed since {recipe.LOCK_NAME} was written "
+            f"images/{r.name} {r.version}: its recipe changed since {recipe.LOCK_NAME} was written "
             f"(this build: sha256 {built.lock.sha256}): not a mirror update but a change to the entry: run "
             f"`nfvcat image build {r.name}` and bump its version", EXIT_FINDINGS)
     return _rebuild(built, committed, say, "built")
@@ -124,6 +125,8 @@ def _rebuild(built: build.Built, committed: recipe.Lock, say: build.Say, how: st
     built.source = REBUILD
     built.lock_sha256 = committed.sha256
     built.changes = build.package_changes(committed.packages, built.lock.packages)
+    if committed.builder != built.lock.builder:  # a release's lock an older builder wrote: other bytes
+        built.changes.insert(0, f"builder {committed.builder} -> {built.lock.builder}")
     write_record(built, committed)
     say(drift_text(built.recipe, committed, built.changes))
     say(f"{built.recipe.name} {built.recipe.version}: local rebuild ({how}) {built.disk}, sha256 "
