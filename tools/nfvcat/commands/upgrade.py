@@ -42,7 +42,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                                 "list` shows it)")
     options.add_via(p, "heat", "tacker")
     p.add_argument("--to", metavar="VERSION", help="target version (default: the newest the catalog offers)")
-    p.add_argument("--dry-run", action="store_true", help="print the preview and stop")
+    p.add_argument("--dry-run", action="store_true", help="print the preview and stop (the target version's images "
+                   "are put on the cloud first, as for the update: Heat's preview validates them)")
     p.add_argument("--yes", action="store_true", help="do not ask before updating")
     p.add_argument("--map", action="append", default=[], type=options.parameter, metavar="OLD=NEW",
                    help="carry removed/renamed parameter OLD's value to NEW (OLD= drops it); repeatable")
@@ -80,6 +81,8 @@ def run(args: argparse.Namespace) -> int:
         if to is None:
             raise UserError(f"{entry_name}: the catalog offers no version of it")
         target = history.resolve(root, f"{entry_name}@{to}", "heat")
+        image_dir, overrides = options.image_overrides(args)  # the target's images, on the cloud before Heat's
+        release_images.ensure(conn, root, target.meta, image_dir, overrides, say)  # preview (a dry run too)
         b = bundle(target.template, target.environments(args.environment))
         params, clear = upgrade.mapped_parameters(full, maps, dict(args.parameter),
                                                   b.template.get("parameters") or {})
@@ -95,8 +98,6 @@ def run(args: argparse.Namespace) -> int:
             return EXIT_OK
         if not args.yes and not confirm(plan):
             raise UserError("not confirmed (--yes skips the question)", EXIT_USAGE)
-        image_dir, overrides = options.image_overrides(args)  # the target's images, on the cloud before Heat
-        release_images.ensure(conn, root, target.meta, image_dir, overrides, say)
         status = upgrade.apply(stacks, plan, b, params, clear, args.timeout, args.stall, lost)
         say(f"{args.stack}: {status}, {plan.entry}@{plan.target}")
         verdicts = [] if args.no_check else check_stack(conn, args.stack, *options.open_checked(args))
