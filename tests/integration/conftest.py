@@ -47,14 +47,14 @@ def conn(devcloud: None) -> Any:
 
 
 def catalog_images() -> list[str]:
-    """The Glance names the catalog's entries reference (nfvcat-vrouter-1.1.1, ...)."""
+    """The Glance names the catalog's entries reference (nfvcat-vrouter-1.1.2, ...)."""
     from nfvcat.packaging.images import refs
 
     return [str(i["name"]) for i in refs.glance_images(ROOT)]
 
 
 def glance_name(image: str) -> str:
-    """The Glance name the catalog's entries give the image entry ``image`` (vrouter -> nfvcat-vrouter-1.1.1)."""
+    """The Glance name the catalog's entries give the image entry ``image`` (vrouter -> nfvcat-vrouter-1.1.2)."""
     from nfvcat.packaging.images import refs
 
     return next(str(i["name"]) for i in refs.glance_images(ROOT) if i["image"] == image)

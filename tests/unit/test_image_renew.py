@@ -105,3 +105,14 @@ def test_renew_without_drift_changes_nothing(cat: Path, monkeypatch: pytest.Monk
         m.get(INDEX, content=lzma.compress(f"Package: libpam0g\nVersion: {OLD}\nArchitecture: amd64\n".encode()))
         assert renew.renew(cat, [], print) == []
     assert {p: p.read_bytes() for p in cat.rglob("*") if p.is_file()} == before
+
+
+def test_a_changelog_line_goes_under_the_versions_heading_dated_or_not(tmp_path: Path) -> None:
+    log = tmp_path / "CHANGELOG.md"
+    log.write_text("# Changelog: x\n\nIntro.\n\n## 2.1.0 - 2026-11-25\n\n- Earlier.\n\n## 2.0.1\n\n- Old.\n")
+    renew.add_changelog(log, "2.1.0", "Renewed.")
+    assert log.read_text() == ("# Changelog: x\n\nIntro.\n\n## 2.1.0 - 2026-11-25\n\n- Renewed.\n- Earlier.\n\n"
+                               "## 2.0.1\n\n- Old.\n")
+    renew.add_changelog(log, "2.1.1", "Again.", "2026-11-28")
+    assert log.read_text().startswith("# Changelog: x\n\nIntro.\n\n## 2.1.1 - 2026-11-28\n\n- Again.\n\n"
+                                      "## 2.1.0 - 2026-11-25\n")

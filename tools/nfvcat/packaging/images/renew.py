@@ -16,6 +16,7 @@ import shutil
 import tempfile
 import textwrap
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -66,18 +67,20 @@ def set_version(text: str, version: str) -> str:
     return new
 
 
-def add_changelog(path: Path, version: str, line: str) -> None:
-    """``line`` as the first bullet under ``## version`` (the heading is added above the newest when missing)."""
+def add_changelog(path: Path, version: str, line: str, day: str | None = None) -> None:
+    """``line`` as the first bullet under ``## version`` (dated or not); when missing, the heading is added above
+    the newest, dated ``day`` when given (a VNF package's release date until ``nfvcat release`` records it)."""
     text = path.read_text(encoding="utf-8") if path.is_file() else f"# Changelog: {path.parent.name}\n"
     bullet = textwrap.fill(line, 115, initial_indent="- ", subsequent_indent="  ", break_on_hyphens=False,
                            break_long_words=False) + "\n"
-    m = re.search(rf"(?m)^## {re.escape(version)}[ \t]*(\(.*\))?\n\n?", text)
+    m = re.search(rf"(?m)^## {re.escape(version)}(?:[ \t].*)?\n\n?", text)
     if m is not None:
         text = text[:m.end()] + bullet + ("" if text[m.end():].startswith("-") else "\n") + text[m.end():]
     else:
         first = re.search(r"(?m)^## ", text)
         at = first.start() if first else len(text.rstrip("\n")) + 1
-        text = text[:at].rstrip("\n") + f"\n\n## {version}\n\n{bullet}\n" + text[at:]
+        heading = f"{version} - {day}" if day else version
+        text = text[:at].rstrip("\n") + f"\n\n## {heading}\n\n{bullet}\n" + text[at:]
     path.write_text(text, encoding="utf-8")
 
 
@@ -130,9 +133,10 @@ def _follow(root: Path, image: str, old: str, new: str, updates: list[str]) -> l
             (entry_dir / "entry.yaml").write_text(set_version((entry_dir / "entry.yaml").read_text(
                 encoding="utf-8"), bumped), encoding="utf-8")
         names = ", ".join(f"`{b}`" for b in renames.values()) or f"images/{image} {new}"
+        day = datetime.now(UTC).date().isoformat() if key.startswith("vnfd/") else None
         add_changelog(entry_dir / "CHANGELOG.md", bumped, f"The image is {names} (images/{image} {new}, renewed: "
                       f"Debian's mirror serves {_short(updates)}); entry.yaml's image reference and checksum "
-                      "follow.")
+                      "follow.", day)
         done.append(f"{key} {version} -> {bumped}" if bumped != version else f"{key} {version}")
     return done
 
