@@ -32,14 +32,16 @@ py=$(command -v python3.11 || command -v python3)
 "$py" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' || { say "Python 3.11 is required, $py is not"; exit 1; }
 
 stamp="$venv/.nfvcat-setup"
-want=$(cat constraints.txt pyproject.toml tools/setup.sh | sha256sum | cut -d' ' -f1)
+want=$(cat constraints.txt pyproject.toml tools/testbeds/pyproject.toml tools/setup.sh | sha256sum | cut -d' ' -f1)
 extras=$(sed -n 's/^\([a-z0-9-]*\) = \[.*/\1/p' <(sed -n '/^\[project.optional-dependencies\]/,/^\[/p' pyproject.toml) | paste -sd, -)
 if [ ! -x "$venv/bin/nfvcat" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   say "creating $venv"
   "$py" -m venv "$venv"
   "$venv/bin/python" -m pip install -q --disable-pip-version-check --upgrade "pip==26.3" "setuptools==80.9.0" "wheel==0.48.0"
-  say "pip install (pinned by constraints.txt)"
-  "$venv/bin/python" -m pip install -q --disable-pip-version-check -c constraints.txt -e ".[$extras]"
+  # Two distributions from this repository: nfvcat (the product) and nfvcat-testbeds (the dev cloud and the
+  # labs, tools/testbeds), both editable; development and CI need both.
+  say "pip install nfvcat and nfvcat-testbeds (pinned by constraints.txt)"
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check -c constraints.txt -e ".[$extras]" -e tools/testbeds
   # Paste, PasteDeploy and WSME (the OpenStack services' WSGI stack) install setuptools' *-nspkg.pth files,
   # which rebuild their namespace packages at the start of every Python process of the venv (7 of the 20 ms
   # of a start, measured); Python 3 imports them natively (PEP 420: paste/ and wsmeext/ have no __init__.py).

@@ -51,10 +51,10 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tools"))
 
-from nfvcat.lab import chain as c  # noqa: E402
-from nfvcat.lab.netns import Lab, run  # noqa: E402
-from nfvcat.lab.vmpair import IMAGE, boot_pair  # noqa: E402
 from nfvcat.packaging.images import obtain as lab_images  # noqa: E402
+from nfvcat_testbeds.lab import chain as c  # noqa: E402
+from nfvcat_testbeds.lab.netns import Lab, run  # noqa: E402
+from nfvcat_testbeds.lab.vmpair import IMAGE, boot_pair  # noqa: E402
 
 NO_TABLES = ("table netdev vrouter_l2\ndelete table netdev vrouter_l2\n"
              "table inet vrouter_l3\ndelete table inet vrouter_l3\n"

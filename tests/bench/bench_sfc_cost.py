@@ -27,7 +27,7 @@ NEUTRON = ("neutron-api", "neutron-rpc-server", "neutron-periodic-workers")
 
 
 def names(state: Any) -> list[str]:
-    from nfvcat.lab.devcloud import procs
+    from nfvcat_testbeds.devcloud import procs
 
     return [n for n in procs.running(state) if n in NEUTRON or n.startswith("neutron-openvswitch-agent@")]
 
@@ -50,8 +50,8 @@ def rss_mib(pid: int) -> float:
 
 
 def one(arm: str, settle: float) -> tuple[float, float]:
-    from nfvcat.lab.devcloud import procs
-    from nfvcat.lab.devcloud.state import State, default_dir
+    from nfvcat_testbeds.devcloud import procs
+    from nfvcat_testbeds.devcloud.state import State, default_dir
 
     state = State(default_dir())
     for name in names(state):

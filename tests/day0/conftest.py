@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from nfvcat.lab import chain as chain_mod
-from nfvcat.lab.netns import Lab, run, stale_namespaces
+from nfvcat_testbeds.lab import chain as chain_mod
+from nfvcat_testbeds.lab.netns import Lab, run, stale_namespaces
 
 NEEDED = ("ip", "nft", "swanctl", "tcpdump", "genisoimage", "isoinfo", "ping", "unshare", "trafgen", "chromium",
           "timeout", "qemu-system-x86_64",

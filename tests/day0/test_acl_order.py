@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from nfvcat.lab import chain as c
+from nfvcat_testbeds.lab import chain as c
 from tests.day0 import traffic as t
 
 N = 3

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
-from nfvcat.lab.netns import run
+from nfvcat_testbeds.lab.netns import run
 from tests import junitxsd
 from tests.conftest import ROOT
 

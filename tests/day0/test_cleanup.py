@@ -9,12 +9,12 @@ import sys
 import time
 from pathlib import Path
 
-from nfvcat.lab.netns import Lab, run
+from nfvcat_testbeds.lab.netns import Lab, run
 
 CHILD = r"""
 import signal, sys, time
 from pathlib import Path
-from nfvcat.lab.netns import Lab
+from nfvcat_testbeds.lab.netns import Lab
 def stop(signum, frame):
     raise KeyboardInterrupt
 signal.signal(signal.SIGTERM, stop)

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from nfvcat.lab import hapair
-from nfvcat.lab.netns import Lab
+from nfvcat_testbeds.lab import hapair
+from nfvcat_testbeds.lab.netns import Lab
 
 SAMPLES = 3
 

@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from nfvcat.lab import aclprobe
-from nfvcat.lab import chain as c
-from nfvcat.lab.netns import nft_rules
+from nfvcat_testbeds.lab import aclprobe
+from nfvcat_testbeds.lab import chain as c
+from nfvcat_testbeds.lab.netns import nft_rules
 from tests.day0 import traffic as t
 
 N = 5  # frames per L2/L3 probe
@@ -226,7 +226,7 @@ def _no_stray(chain: c.Chain) -> Iterator[None]:
 def test_initiator_brings_the_tunnel_up_when_the_responder_is_configured_late(tmp_path: Path) -> None:
     """A gateway pair deployed together does not boot in lockstep: both charons run from boot on (Debian's
     strongswan.service), the responder's day-0 loads its connection a few seconds after the initiator's."""
-    from nfvcat.lab.netns import Lab
+    from nfvcat_testbeds.lab.netns import Lab
 
     lab = Lab(tag=f"{__import__('os').getpid()}late")
     try:

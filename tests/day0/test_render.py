@@ -10,7 +10,7 @@ from pathlib import Path
 
 import yaml
 
-from nfvcat.lab import chain as c
+from nfvcat_testbeds.lab import chain as c
 from tests.conftest import ROOT, nfvcat
 
 GW_A = [a for k, v in c.gateway_parameters("a", udp_encap=True).items() for a in ("-P", f"{k}={v}")]

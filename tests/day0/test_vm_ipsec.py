@@ -19,13 +19,13 @@ from pathlib import Path
 
 import pytest
 
-from nfvcat.lab import chain as c
-from nfvcat.lab import probe
-from nfvcat.lab.netns import Lab
-from nfvcat.lab.qemu import Vm
-from nfvcat.lab.vmpair import IMAGE, STAGGER, Pair, boot_pair
 from nfvcat.packaging.images import obtain as lab_images
 from nfvcat.packaging.images.build import Built
+from nfvcat_testbeds.lab import chain as c
+from nfvcat_testbeds.lab import probe
+from nfvcat_testbeds.lab.netns import Lab
+from nfvcat_testbeds.lab.qemu import Vm
+from nfvcat_testbeds.lab.vmpair import IMAGE, STAGGER, Pair, boot_pair
 from tests.conftest import nfvcat
 from tests.day0 import traffic as t
 

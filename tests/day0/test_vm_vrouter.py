@@ -18,11 +18,11 @@ import pytest
 
 from nfvcat.day0.configdrive import build_iso
 from nfvcat.day0.render import render
-from nfvcat.lab import chain as c
-from nfvcat.lab.netns import Lab
-from nfvcat.lab.qemu import Nic, Vm, boot
-from nfvcat.lab.vmpair import bridges, site
 from nfvcat.packaging.images import obtain as lab_images
+from nfvcat_testbeds.lab import chain as c
+from nfvcat_testbeds.lab.netns import Lab
+from nfvcat_testbeds.lab.qemu import Nic, Vm, boot
+from nfvcat_testbeds.lab.vmpair import bridges, site
 from tests.day0 import traffic as t
 
 IMAGE = "vrouter"

@@ -1,5 +1,5 @@
 """Traffic for the day-0 tier, run inside namespaces: the lab's probes (raw Ethernet frames, UDP, TCP connects,
-a listener: nfvcat.lab.sockets, which the cloud's ACL probes use too), captures and a small pcap reader."""
+a listener: nfvcat_testbeds.lab.sockets, which the cloud's ACL probes use too), captures and a small pcap reader."""
 
 from __future__ import annotations
 
@@ -10,12 +10,12 @@ import subprocess
 import time
 from pathlib import Path
 
-from nfvcat.lab.frames import udp_frame as udp_frame
-from nfvcat.lab.netns import Lab
-from nfvcat.lab.sockets import Listener as Listener
-from nfvcat.lab.sockets import send_frames as send_frames
-from nfvcat.lab.sockets import tcp_connect as tcp_connect
-from nfvcat.lab.sockets import udp_send as udp_send
+from nfvcat_testbeds.lab.frames import udp_frame as udp_frame
+from nfvcat_testbeds.lab.netns import Lab
+from nfvcat_testbeds.lab.sockets import Listener as Listener
+from nfvcat_testbeds.lab.sockets import send_frames as send_frames
+from nfvcat_testbeds.lab.sockets import tcp_connect as tcp_connect
+from nfvcat_testbeds.lab.sockets import udp_send as udp_send
 
 
 class Capture:

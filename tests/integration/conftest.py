@@ -18,6 +18,15 @@ NFVCAT = [str(Path(sys.executable).parent / "nfvcat")]
 CLOUD = "nfvcat-dev"
 
 
+def devcloud_inventory() -> str:
+    """The host inventory the dev cloud was started with: the product's commands default to the reference
+    inventory, so the tier names the dev cloud's, as a user of another cloud names theirs."""
+    from nfvcat_testbeds.devcloud.lifecycle import inventory_of
+    from nfvcat_testbeds.devcloud.state import State, default_dir
+
+    return str(inventory_of(State(default_dir())))
+
+
 def nfvcat(*args: str, env: dict[str, str] | None = None, timeout: float = 900) -> subprocess.CompletedProcess[str]:
     full = {**os.environ, "OS_CLOUD": CLOUD, **(env or {})}
     return subprocess.run([*NFVCAT, *args], capture_output=True, text=True, env=full, cwd=ROOT, timeout=timeout,
@@ -33,6 +42,7 @@ def devcloud() -> Iterator[None]:
                              capture_output=True)
         sys.stderr.write(res.stderr)
         assert res.returncode == 0, f"devcloud up failed:\n{res.stderr[-3000:]}"
+        os.environ["NFVCAT_INVENTORY"] = devcloud_inventory()  # every nfvcat the tier starts checks against it
         yield
     finally:
         if not os.environ.get("NFVCAT_DEVCLOUD_KEEP"):

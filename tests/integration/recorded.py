@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from nfvcat.lab.devcloud.state import HOST, PORTS, State, default_dir
+from nfvcat_testbeds.devcloud.state import HOST, PORTS, State, default_dir
 
 
 def connect(database: str) -> Any:

@@ -88,8 +88,8 @@ def release_lock_sha256(version: str) -> str:
 
 def kill_heat_engine() -> None:
     """heat-engine dies (SIGKILL) and `nfvcat devcloud up` starts it again, as a host restart would."""
-    from nfvcat.lab.devcloud import procs
-    from nfvcat.lab.devcloud.state import State, default_dir
+    from nfvcat_testbeds.devcloud import procs
+    from nfvcat_testbeds.devcloud.state import State, default_dir
 
     state = State(default_dir())
     pid = procs.pid_of(state, "heat-engine")

@@ -1,9 +1,9 @@
-"""Networks across the dev cloud's hosts (:mod:`nfvcat.lab.devcloud.hostnet`): each host tunnels VXLAN from an
+"""Networks across the dev cloud's hosts (:mod:`nfvcat_testbeds.devcloud.hostnet`): each host tunnels VXLAN from an
 endpoint of its own over the underlay, and each physnet of the hosts' switches is one wire between them, so a
 project (VXLAN) network and a provider (VLAN) network each reach every host that can have their ports.
 
 For each kind, a network gets one test endpoint per host: a Neutron port bound to that host, plugged into that
-host's br-int as os-vif plugs a VIF (:mod:`nfvcat.lab.devcloud.endpoints`), wired by that host's Open vSwitch
+host's br-int as os-vif plugs a VIF (:mod:`nfvcat_testbeds.devcloud.endpoints`), wired by that host's Open vSwitch
 agent. Then:
 - every endpoint pings every other one;
 - the echo requests and replies between two hosts are on the wire between them as the network says: VXLAN between
@@ -43,9 +43,9 @@ KINDS = {  # network kind -> (what create_network gets besides the name, CIDR)
 @pytest.fixture(scope="module")
 def hosts(devcloud: None) -> Any:
     from nfvcat.catalog import inventory
-    from nfvcat.lab.devcloud import computes
-    from nfvcat.lab.devcloud.lifecycle import inventory_of
-    from nfvcat.lab.devcloud.state import State, default_dir
+    from nfvcat_testbeds.devcloud import computes
+    from nfvcat_testbeds.devcloud.lifecycle import inventory_of
+    from nfvcat_testbeds.devcloud.state import State, default_dir
 
     state = State(default_dir())
     return state, computes.site_layout(inventory.load(str(inventory_of(state))))
@@ -53,7 +53,7 @@ def hosts(devcloud: None) -> Any:
 
 def wire(host: Any, kind: str, segment: int) -> tuple[str, list[str]]:
     """The machine's end of ``host``'s link that carries ``kind`` and the tcpdump filter of the network's frames."""
-    from nfvcat.lab.devcloud import hostnet
+    from nfvcat_testbeds.devcloud import hostnet
 
     if kind == "vxlan":
         return hostnet.link_names(host.position)[0], ["udp", "port", "4789"]
@@ -86,9 +86,9 @@ def on_the_wire(frame: str, kind: str, net: Any, host: Any, peers: list[Any], ip
 
 @pytest.mark.parametrize("kind", list(KINDS))
 def test_a_network_reaches_across_every_host(conn: Any, hosts: Any, tmp_path: Path, kind: str) -> None:
-    from nfvcat.lab.campaign import traffic
-    from nfvcat.lab.devcloud import computes, endpoints
-    from nfvcat.lab.netns import Lab
+    from nfvcat_testbeds.devcloud import computes, endpoints
+    from nfvcat_testbeds.lab.netns import Lab
+    from nfvcat_testbeds.targets import traffic
 
     state, layout = hosts
     layout = [c for c in layout if kind == "vxlan" or PHYSNET in c.spec.ovs_physnets]
@@ -175,8 +175,8 @@ def test_up_makes_anew_a_host_namespace_a_killed_dev_cloud_left(devcloud: None) 
     devices of that cloud, say a DHCP server's veth: ``ensure_host`` (what ``up`` calls) makes it anew, without
     them. One that runs something (a live host) keeps its devices. Then a DHCP namespace whose veth went with it
     (only its loopback left) is an orphan that ``remove_orphans`` removes; one with a device stays."""
-    from nfvcat.lab import netns
-    from nfvcat.lab.devcloud import hostnet, metadata
+    from nfvcat_testbeds.devcloud import hostnet, metadata
+    from nfvcat_testbeds.lab import netns
 
     ns, position, dhcp = "nfvcat-stale-test", 90, f"{metadata.NETNS_PREFIX}stale-test"
     orphan = f"{metadata.NETNS_PREFIX}orphan-test"

@@ -171,7 +171,7 @@ def test_one_vnf_sriov_chain_then_wrong_placement_is_caught(conn: Any, tmp_path:
 
     # the same deployment against an inventory whose NICs sit on the other NUMA node: the VFs' nodes come from
     # Nova's records (still affine), and check must fail the inventory's disagreement with them
-    inv = yaml.safe_load((ROOT / "tools/nfvcat/lab/devcloud/inventory.yaml").read_text())
+    inv = yaml.safe_load((ROOT / "tools/testbeds/nfvcat_testbeds/devcloud/inventory.yaml").read_text())
     for host in inv["hosts"]:  # (the hosts share one device list in the file: copies, each flipped once)
         if "numa_cells" not in host:
             continue  # the real host (hypervisor: libvirt) reports the machine's own CPUs and has no devices
@@ -199,7 +199,7 @@ def test_two_vnf_ovs_dpdk_chain(conn: Any) -> None:
 
 def test_chain_that_cannot_fit_fails_cleanly(conn: Any) -> None:
     # more dedicated vCPUs on one NUMA node than any node has (Placement alone would find a host with enough)
-    inv = yaml.safe_load((ROOT / "tools/nfvcat/lab/devcloud/inventory.yaml").read_text())
+    inv = yaml.safe_load((ROOT / "tools/testbeds/nfvcat_testbeds/devcloud/inventory.yaml").read_text())
     from nfvcat.catalog.inventory import from_data
 
     hosts = from_data(inv).hosts

@@ -115,8 +115,8 @@ def rebuild_trackers(conn: Any, timeout: float = 240) -> None:
     server in ERROR holding its pCPUs. A nova-compute rebuilds its usage from the (restored) records when it
     starts, before its first heartbeat; the devcloud's own service definitions start it again."""
     from nfvcat.catalog import inventory
-    from nfvcat.lab.devcloud import computes, lifecycle, procs, services
-    from nfvcat.lab.devcloud.state import State, default_dir
+    from nfvcat_testbeds.devcloud import computes, lifecycle, procs, services
+    from nfvcat_testbeds.devcloud.state import State, default_dir
 
     state = State(default_dir())
     inv = lifecycle.inventory_of(state)
@@ -167,7 +167,7 @@ def check_in_process(conn: Any, stack: str, inventory: str | None = None) -> dic
     """The same check through the library (what the command runs; saves a process start per injection)."""
     from nfvcat.cloud.check import check_stack
     from nfvcat.cloud.verdicts import passed
-    from nfvcat.lab.devcloud.hostaccess import load_inventory, open_access
+    from nfvcat_testbeds.devcloud.hostaccess import load_inventory, open_access
 
     verdicts = check_stack(conn, stack, load_inventory(inventory), open_access("devcloud"))
     return {"ok": passed(verdicts), "verdicts": [v.as_dict() for v in verdicts]}
@@ -213,7 +213,7 @@ def edit_cells(fn: Callable[[list[dict[str, Any]]], None]) -> Callable[[dict[str
 def inventory_host(name: str) -> Any:
     from nfvcat.catalog import inventory
 
-    hosts = inventory.load(str(ROOT / "tools/nfvcat/lab/devcloud/inventory.yaml")).hosts
+    hosts = inventory.load(str(ROOT / "tools/testbeds/nfvcat_testbeds/devcloud/inventory.yaml")).hosts
     return next(h for h in hosts if h.name == name)
 
 
@@ -478,7 +478,7 @@ def test_check_fails_every_injected_wrong_placement(conn: Any, deployed: dict[st
         print(f"  nova-compute restarted on every host after the restores ({time.monotonic() - t:.0f} s)")
 
     # the inventory's CPU sets swapped (dedicated <-> shared): every pin is outside the node's dedicated set
-    inv = yaml.safe_load((ROOT / "tools/nfvcat/lab/devcloud/inventory.yaml").read_text())
+    inv = yaml.safe_load((ROOT / "tools/testbeds/nfvcat_testbeds/devcloud/inventory.yaml").read_text())
     for host in inv["hosts"]:
         if "numa_cells" not in host:
             continue  # the real host (hypervisor: libvirt): its CPU sets are the machine's

@@ -20,7 +20,7 @@ import yaml
 from tests.integration.conftest import CLOUD, ROOT, catalog_images, nfvcat
 
 pytestmark = pytest.mark.usefixtures("onboarded")
-INVENTORY = ROOT / "tools/nfvcat/lab/devcloud/inventory.yaml"
+INVENTORY = ROOT / "tools/testbeds/nfvcat_testbeds/devcloud/inventory.yaml"
 CELLLESS = {h["name"] for h in yaml.safe_load(INVENTORY.read_text())["hosts"] if not h.get("numa_cells")}
 NETWORK = {"physnet_mgmt": "nfv-mgmt", "physnet_sriov": "nfv-sriov-left"}
 

@@ -21,15 +21,15 @@ import pytest
 
 from tests.integration.conftest import nfvcat
 
-ENV = "tools/nfvcat/lab/devcloud/environments/chain-vrouter.env.yaml"
+ENV = "tools/testbeds/nfvcat_testbeds/devcloud/environments/chain-vrouter.env.yaml"
 STACK = "real-vrouter"
 pytestmark = pytest.mark.usefixtures("onboarded")
 
 
 @pytest.fixture(scope="module")
 def real(devcloud: None) -> Any:
-    from nfvcat.lab.devcloud import endpoints
-    from nfvcat.lab.devcloud.state import State, default_dir
+    from nfvcat_testbeds.devcloud import endpoints
+    from nfvcat_testbeds.devcloud.state import State, default_dir
 
     state = State(default_dir())
     return state, endpoints.real_host(state)
@@ -46,7 +46,7 @@ def dhcp_taps(conn: Any) -> set[str]:
 
 def host_taps(host: Any, conn: Any) -> list[str]:
     """The guests' taps in the real host's namespace (not the DHCP server's)."""
-    from nfvcat.lab import netns
+    from nfvcat_testbeds.lab import netns
 
     links = netns.links(host.netns)
     assert links is not None, f"cannot read the real host's namespace {host.netns}"
@@ -64,7 +64,7 @@ def down(host: Any, taps: set[str]) -> list[str]:
 def whose(state: Any, host: Any, conn: Any, taps: list[str]) -> dict[str, str]:
     """What each tap is: its link kind, the OVS interface's external ids (iface-id: the Neutron port) and that
     port's owner, if it still exists."""
-    from nfvcat.lab.devcloud import computes
+    from nfvcat_testbeds.devcloud import computes
 
     env = {**os.environ, **computes.ovs_env(state, host)}
     found = {}
@@ -83,7 +83,7 @@ def whose(state: Any, host: Any, conn: Any, taps: list[str]) -> dict[str, str]:
 def assert_terminated(res: Any, conn: Any, state: Any, host: Any) -> None:
     """`nfvcat terminate --format json` succeeded and left nothing on the real host: no stack resource, libvirt
     domain, guest tap or test endpoint."""
-    from nfvcat.lab.devcloud import endpoints, realhost
+    from nfvcat_testbeds.devcloud import endpoints, realhost
 
     assert res.returncode == 0, res.stderr
     assert json.loads(res.stdout)["left_behind"] == []
@@ -103,7 +103,7 @@ def status_line(console: str) -> tuple[str, str, str]:
 
 def test_instantiate_boots_the_vrouter_on_the_real_host_and_waits_for_it(conn: Any, real: Any) -> None:
     from nfvcat.cloud.stacks import servers_of
-    from nfvcat.lab.devcloud import realhost
+    from nfvcat_testbeds.devcloud import realhost
 
     state, host = real
     before = host_taps(host, conn)
@@ -168,7 +168,7 @@ def test_check_reads_the_running_guest_and_fails_on_a_repinned_vcpu_thread(conn:
     moved by taskset (the fault) fails "guest vCPU threads", and passes again once put back."""
     from nfvcat.catalog.inventory import parse_cpu_spec
     from nfvcat.cloud.stacks import servers_of
-    from nfvcat.lab.devcloud import guests, realhost
+    from nfvcat_testbeds.devcloud import guests, realhost
 
     state, host = real
     t0 = time.monotonic()
@@ -220,7 +220,7 @@ def test_day0_from_the_metadata_service_without_a_config_drive(conn: Any, real: 
     the day-0 from 169.254.169.254 (its subplatform says so) over the management network's DHCP server on the real
     host, ran the hook (the ready line) and finished with status done; terminate leaves nothing."""
     from nfvcat.cloud.stacks import servers_of
-    from nfvcat.lab.devcloud import realhost
+    from nfvcat_testbeds.devcloud import realhost
 
     state, host = real
     stack = f"{STACK}-md"

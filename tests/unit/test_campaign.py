@@ -12,12 +12,12 @@ import pytest
 import yaml
 from junitparser.xunit2 import JUnitXml
 
+from nfvcat.campaign import reports, rfc2544, runner
+from nfvcat.campaign.results import FAIL, PASS, SKIP, CampaignRecord, Step, TestRecord
 from nfvcat.catalog import tdf
 from nfvcat.core.errors import UserError
-from nfvcat.lab import frames
-from nfvcat.lab.campaign import reports, rfc2544, runner
-from nfvcat.lab.campaign.results import FAIL, PASS, SKIP, CampaignRecord, Step, TestRecord
-from nfvcat.lab.campaign.traffic import Trial
+from nfvcat_testbeds.lab import frames
+from nfvcat_testbeds.targets.traffic import Trial
 from tests import junitxsd
 from tests.conftest import ROOT, nfvcat
 
@@ -151,8 +151,8 @@ def test_acl_and_qos_probes_run_through_the_cloud_only(tmp_path: Path) -> None:
 
 
 def test_the_generator_paces_frames_by_gap_or_by_second(tmp_path: Path) -> None:
-    from nfvcat.lab.campaign import traffic as tr
-    from nfvcat.lab.netns import Lab
+    from nfvcat_testbeds.lab.netns import Lab
+    from nfvcat_testbeds.targets import traffic as tr
 
     ep = tr.Endpoints("s", "eth0", "10.0.0.1", "d", "eth0", "10.0.1.1", "02:00:00:00:00:01")
     gen = tr.Generator(Lab(tag="unit"), ep, tmp_path, configs={"64": tmp_path / "c.cfg"})
@@ -243,7 +243,7 @@ def test_a_figure_capped_by_the_rate_asked_is_a_bound_not_a_pass() -> None:
 
 
 def test_a_search_that_loses_nothing_at_the_top_is_capped() -> None:
-    from nfvcat.lab.campaign import rfc2544
+    from nfvcat.campaign import rfc2544
 
     class T:
         def __init__(self, rate: float, offered: float, lost: int = 0):
@@ -258,7 +258,7 @@ def test_a_search_that_loses_nothing_at_the_top_is_capped() -> None:
     assert top.capped and not top.generator_limited and top.as_dict()["capped"] is True
     slow = rfc2544.search("imix", settings, lambda f, rate, sec: T(rate, 150_000))  # the generator runs out
     assert slow.generator_limited and not slow.capped and slow.throughput_pps == 150_000
-    from nfvcat.lab.campaign import labtarget
+    from nfvcat_testbeds.targets import lab as labtarget
 
     assert labtarget.figures([top, slow], None).get("at_least") == ["throughput_pps/64", "throughput_mbps/64"]
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from nfvcat.campaign import controlplane as cp
 from nfvcat.catalog.tdf import General, TestSpec
-from nfvcat.lab.campaign import controlplane as cp
 from tests.unit.cloudfake import CINDER, HEAT, NOVA, cloud  # noqa: F401  (the fixture)
 
 NAME = "nfvcat-test-t"

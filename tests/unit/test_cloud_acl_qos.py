@@ -1,6 +1,7 @@
-"""ACL probes and QoS through the cloud (nfvcat.lab.aclprobe, nfvcat.lab.campaign.cloudacl and cloudqos, the
-catalog's QoS policies): which probe proves which rule of the vRouter's seed ACL, the verdicts from the probes'
-counts, the rules Heat deployed and the cloud's policies read through an OpenStack faked at the HTTP level."""
+"""ACL probes and QoS through the cloud (nfvcat_testbeds.lab.aclprobe, nfvcat_testbeds.targets.cloudacl and
+cloudqos, the catalog's QoS policies): which probe proves which rule of the vRouter's seed ACL, the verdicts
+from the probes' counts, the rules Heat deployed and the cloud's policies read through an OpenStack faked at the
+HTTP level."""
 
 from __future__ import annotations
 
@@ -13,8 +14,8 @@ import yaml
 from nfvcat import catalog
 from nfvcat.catalog import qos as catalog_qos
 from nfvcat.core import hot
-from nfvcat.lab import aclprobe, frames
-from nfvcat.lab.campaign import cloudacl, cloudqos
+from nfvcat_testbeds.lab import aclprobe, frames
+from nfvcat_testbeds.targets import cloudacl, cloudqos
 from tests.unit.cloudfake import HEAT, NEUTRON, cloud  # noqa: F401  (the fixture)
 
 ROOT = catalog.find_root()

@@ -16,8 +16,8 @@ import yaml
 
 from nfvcat.core.errors import UserError
 from nfvcat.day0 import userdata
-from nfvcat.lab import chain as c
-from nfvcat.lab import probe
+from nfvcat_testbeds.lab import chain as c
+from nfvcat_testbeds.lab import probe
 from tests.conftest import nfvcat
 
 GW_A = [a for k, v in c.gateway_parameters("a", udp_encap=True).items() for a in ("-P", f"{k}={v}")]

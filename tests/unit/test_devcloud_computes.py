@@ -10,14 +10,14 @@ import pytest
 from nfvcat import catalog
 from nfvcat.catalog import inventory, site
 from nfvcat.core.errors import UserError
-from nfvcat.lab.devcloud import computes, configs
-from nfvcat.lab.devcloud.state import State
+from nfvcat_testbeds.devcloud import computes, configs
+from nfvcat_testbeds.devcloud.state import State
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_default_inventory_hosts_and_switches() -> None:
-    inv = inventory.load(str(ROOT / "tools/nfvcat/lab/devcloud/inventory.yaml"))
+    inv = inventory.load(str(ROOT / "tools/testbeds/nfvcat_testbeds/devcloud/inventory.yaml"))
     hosts = computes.site_layout(inv)
     assert [(c.name, c.vswitch, c.main_switch, c.real) for c in hosts] == [
         ("devcloud-smt", "ovs-dpdk", True, False), ("devcloud-nosmt", "ovs", False, False),
@@ -31,12 +31,12 @@ def test_default_inventory_hosts_and_switches() -> None:
 
 
 def test_each_host_tunnels_from_its_own_endpoint_beside_its_own_switch(tmp_path: Path) -> None:
-    from nfvcat.lab.devcloud import hostnet, services
+    from nfvcat_testbeds.devcloud import hostnet, services
 
     state = State(tmp_path)
     (tmp_path / "secrets.json").write_text('{"db": "x", "admin": "x", "glance": "x", "placement": "x", '
                                            '"nova": "x", "neutron": "x", "heat": "x", "tacker": "x"}')
-    inv_file = ROOT / "tools/nfvcat/lab/devcloud/inventory.yaml"
+    inv_file = ROOT / "tools/testbeds/nfvcat_testbeds/devcloud/inventory.yaml"
     hosts = computes.site_layout(inventory.load(str(inv_file)))
     assert [c.tunnel_ip for c in hosts] == ["169.254.199.10", "169.254.199.11", "169.254.199.12"]
     assert [c.netns for c in hosts] == [None, "nfvcat-devcloud-nosmt", "nfvcat-devcloud-real"]
@@ -77,7 +77,7 @@ def test_per_host_configuration(tmp_path: Path) -> None:
     state = State(tmp_path)
     (tmp_path / "secrets.json").write_text('{"db": "x", "admin": "x", "glance": "x", "placement": "x", '
                                            '"nova": "x", "neutron": "x", "heat": "x", "tacker": "x"}')
-    inv = inventory.load(str(ROOT / "tools/nfvcat/lab/devcloud/inventory.yaml"))
+    inv = inventory.load(str(ROOT / "tools/testbeds/nfvcat_testbeds/devcloud/inventory.yaml"))
     nosmt = computes.site_layout(inv)[1]
     text = computes.nova_conf(state, nosmt).read_text()
     assert "host = devcloud-nosmt" in text and "cpu_dedicated_set = 2,3,4,5,6,7,8,9,10,11,14," in text
@@ -116,7 +116,7 @@ def test_networking_sfc_configuration(tmp_path: Path, monkeypatch: pytest.Monkey
     assert ("flow_classifier" in plugins and "sfc" in plugins) is enabled
     assert (server.has_section("sfc") and server["sfc"]["drivers"] == "ovs"
             and server["flowclassifier"]["drivers"] == "ovs") is enabled
-    inv = inventory.load(str(ROOT / "tools/nfvcat/lab/devcloud/inventory.yaml"))
+    inv = inventory.load(str(ROOT / "tools/testbeds/nfvcat_testbeds/devcloud/inventory.yaml"))
     for c in computes.site_layout(inv):
         agent = _ini(computes.agent_confs(state, c)["ovs"])
         extensions = (agent["agent"].get("extensions") or "").split(",")
@@ -128,7 +128,7 @@ def test_networking_sfc_configuration(tmp_path: Path, monkeypatch: pytest.Monkey
 
 
 def test_networking_sfc_migrations_after_neutrons(tmp_path: Path) -> None:
-    from nfvcat.lab.devcloud import bootstrap
+    from nfvcat_testbeds.devcloud import bootstrap
 
     (tmp_path / "secrets.json").write_text('{"db": "x", "admin": "x", "glance": "x", "placement": "x", '
                                            '"nova": "x", "neutron": "x", "heat": "x", "tacker": "x"}')
@@ -139,7 +139,7 @@ def test_networking_sfc_migrations_after_neutrons(tmp_path: Path) -> None:
 
 
 def test_the_simulated_hypervisor_plugs_ovs_vifs_as_os_vif_would() -> None:
-    from nfvcat.lab.devcloud import fakevirt
+    from nfvcat_testbeds.devcloud import fakevirt
 
     base = {"id": "p1", "address": "fa:16:3e:00:00:01", "devname": "vhup1", "network": {"bridge": "br-int"}}
     vhu = {**base, "type": "vhostuser", "details": {"vhostuser_ovs_plug": True, "vhostuser_mode": "server",

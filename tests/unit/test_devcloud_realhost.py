@@ -10,8 +10,8 @@ import pytest
 
 from nfvcat.catalog import inventory
 from nfvcat.core.errors import UserError
-from nfvcat.lab.devcloud import accel, computes, realhost
-from nfvcat.lab.devcloud.state import State
+from nfvcat_testbeds.devcloud import accel, computes, realhost
+from nfvcat_testbeds.devcloud.state import State
 
 ROOT = Path(__file__).resolve().parents[2]
 SECRETS = ('{"db": "x", "admin": "x", "glance": "x", "placement": "x", "nova": "x", "neutron": "x", "heat": "x", '
@@ -55,7 +55,7 @@ def test_cpu_sets_one_shared_the_rest_dedicated() -> None:
 def test_real_host_configuration(tmp_path: Path) -> None:
     state = State(tmp_path)
     (tmp_path / "secrets.json").write_text(SECRETS)
-    inv = inventory.load(str(ROOT / "tools/nfvcat/lab/devcloud/inventory.yaml"))
+    inv = inventory.load(str(ROOT / "tools/testbeds/nfvcat_testbeds/devcloud/inventory.yaml"))
     real = next(c for c in computes.site_layout(inv) if c.real)
     nova = computes.nova_conf(state, real).read_text()
     shared, dedicated = realhost.cpu_sets()
@@ -100,12 +100,12 @@ def _ini(path: Path) -> Any:
 def test_the_metadata_path_of_the_real_host(tmp_path: Path) -> None:
     """DHCP agent on the real host's own br-int and OVSDB, isolated metadata through haproxy to the metadata
     agent's socket, the metadata agent to Nova's metadata API on the loopback with the secret Nova checks."""
-    from nfvcat.lab.devcloud import configs, metadata, services
-    from nfvcat.lab.devcloud.state import PORTS
+    from nfvcat_testbeds.devcloud import configs, metadata, services
+    from nfvcat_testbeds.devcloud.state import PORTS
 
     state = State(tmp_path)
     (tmp_path / "secrets.json").write_text(SECRETS)
-    inv = inventory.load(str(ROOT / "tools/nfvcat/lab/devcloud/inventory.yaml"))
+    inv = inventory.load(str(ROOT / "tools/testbeds/nfvcat_testbeds/devcloud/inventory.yaml"))
     layout = computes.site_layout(inv)
     real = next(c for c in layout if c.real)
     dhcp = _ini(metadata.dhcp_agent_conf(state, real))
@@ -130,7 +130,7 @@ def test_the_metadata_path_of_the_real_host(tmp_path: Path) -> None:
     assert agent[:2] == ["nsenter", "--net=/run/netns/nfvcat-devcloud-real"]
     assert path["neutron-metadata-agent@devcloud-real"].argv[0].endswith("/neutron-metadata-agent")
     assert all(services.metadata_path(state, c) == [] for c in layout if not c.real)
-    inv_file = ROOT / "tools/nfvcat/lab/devcloud/inventory.yaml"
+    inv_file = ROOT / "tools/testbeds/nfvcat_testbeds/devcloud/inventory.yaml"
     started = [s.name for s in services.compute(state, real, inv_file)]
     assert set(path) <= set(started)
     # the relay of the host's namespace comes up before the agents that reach RabbitMQ through it
@@ -148,7 +148,7 @@ def test_the_real_hosts_guests_compute_their_own_checksums() -> None:
 
     from nova.virt.libvirt import config
 
-    from nfvcat.lab.devcloud.libvirtdriver import HOST_OFFLOADS_OFF, without_host_offloads
+    from nfvcat_testbeds.devcloud.libvirtdriver import HOST_OFFLOADS_OFF, without_host_offloads
 
     def nic(model: str, driver_name: str | None = None) -> Any:
         n = config.LibvirtConfigGuestInterface()
@@ -168,7 +168,7 @@ def test_a_guest_tap_left_down_is_brought_up() -> None:
     that is up, or does not exist, is left alone."""
     import subprocess
 
-    from nfvcat.lab.devcloud.libvirtdriver import taps_up
+    from nfvcat_testbeds.devcloud.libvirtdriver import taps_up
 
     links = {"tapup": "<BROADCAST,MULTICAST,PROMISC,UP,LOWER_UP>", "tapdown": "<BROADCAST,MULTICAST,PROMISC>"}
     calls: list[list[str]] = []

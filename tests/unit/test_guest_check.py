@@ -8,7 +8,7 @@ from typing import Any
 
 from nfvcat.cloud.guest_check import server_verdicts
 from nfvcat.cloud.hostaccess import GuestFacts, guest_domain
-from nfvcat.lab.devcloud import guests
+from nfvcat_testbeds.devcloud import guests
 
 DOMAIN = """<domain type='qemu'><name>instance-00000002</name><uuid>u</uuid>
   <memoryBacking><hugepages><page size='2048' unit='KiB' nodeset='0'/></hugepages></memoryBacking>

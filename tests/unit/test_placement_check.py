@@ -18,7 +18,7 @@ from nfvcat.catalog import inventory
 from nfvcat.cloud import check as chk
 from nfvcat.cloud import verdicts as vd
 from nfvcat.cloud.hostaccess import HostCell, HostFacts, LibvirtXml, PciDevice
-from nfvcat.lab.devcloud.hostaccess import DevcloudState
+from nfvcat_testbeds.devcloud.hostaccess import DevcloudState
 from tests.unit.cloudfake import connection
 
 INVENTORY = """

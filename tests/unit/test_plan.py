@@ -322,7 +322,7 @@ def test_a_host_the_inventory_gives_no_cells_needs_host_access(tmp_path: Path) -
         "flavor": {"name": "devcloud.vrouter", "vcpus": 1, "ram": 1024, "disk": 4, "extra_specs": {
             "hw:cpu_policy": "dedicated", "hw:mem_page_size": "2MB",
             "aggregate_instance_extra_specs:nfv_class": "libvirt"}}}]}))
-    devcloud = str(ROOT / "tools/nfvcat/lab/devcloud/inventory.yaml")
+    devcloud = str(ROOT / "tools/testbeds/nfvcat_testbeds/devcloud/inventory.yaml")
     proc = nfvcat("plan", str(request), "--inventory", devcloud, "--format", "json", "--no-server")
     assert proc.returncode == 3, proc.stdout + proc.stderr
     hosts = json.loads(proc.stdout)["failures"][0]["hosts"]

@@ -25,7 +25,7 @@ from nfvcat.plan.request import Chain, Port, Vnf, find_flavor
 from tests.conftest import ROOT, nfvcat
 from tests.unit.cloudfake import PLACEMENT, cloud, sent  # noqa: F401  (cloud: fixture)
 
-DEVCLOUD = str(ROOT / "tools/nfvcat/lab/devcloud/inventory.yaml")
+DEVCLOUD = str(ROOT / "tools/testbeds/nfvcat_testbeds/devcloud/inventory.yaml")
 QAT = {0: "0000:3d:00.0", 1: "0000:b1:00.0"}  # the dev cloud's QAT PFs by NUMA node
 MGMT = [Port("normal", "physnet_mgmt")]
 

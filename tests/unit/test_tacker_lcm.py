@@ -185,13 +185,13 @@ AUTH = {"auth_url": "http://127.0.0.1:5000", "username": "admin", "password": "p
 def _client() -> Any:
     from keystoneauth1 import noauth, session
 
-    from nfvcat.lab.devcloud import tacker
+    from nfvcat_testbeds.devcloud import tacker
 
     return tacker.tacker_client(session.Session(auth=noauth.NoAuth(endpoint=TACKER)))
 
 
 def test_devcloud_registers_itself_as_the_default_vim_once() -> None:
-    from nfvcat.lab.devcloud import tacker
+    from nfvcat_testbeds.devcloud import tacker
 
     vims: list[dict[str, Any]] = []
 
@@ -217,7 +217,7 @@ def test_devcloud_registers_itself_as_the_default_vim_once() -> None:
 
 
 def test_a_stale_vim_of_our_name_is_replaced() -> None:
-    from nfvcat.lab.devcloud import tacker
+    from nfvcat_testbeds.devcloud import tacker
 
     with requests_mock.Mocker() as m:
         m.get(re.compile(rf"^{TACKER}/v1.0/vims(\.json)?"), json={"vims": [
@@ -229,8 +229,8 @@ def test_a_stale_vim_of_our_name_is_replaced() -> None:
 
 
 def test_devcloud_tacker_keeps_vim_keys_in_the_state_dir_and_neutron_has_vxlan(tmp_path: Any) -> None:
-    from nfvcat.lab.devcloud import configs, tacker
-    from nfvcat.lab.devcloud.state import State
+    from nfvcat_testbeds.devcloud import configs, tacker
+    from nfvcat_testbeds.devcloud.state import State
 
     state = State(tmp_path / "dc")
     keys = tacker.vim_keys(state)

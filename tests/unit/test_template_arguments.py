@@ -11,7 +11,7 @@ import pytest
 
 from nfvcat.catalog import entries
 from nfvcat.core.errors import UserError
-from nfvcat.lab import chain as c
+from nfvcat_testbeds.lab import chain as c
 from tests.conftest import ROOT, nfvcat
 
 CHAIN = ROOT / "templates" / "heat" / "chain-vrouter"

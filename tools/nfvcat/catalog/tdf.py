@@ -15,9 +15,21 @@ import jsonschema
 
 from nfvcat.core import yamlpos
 from nfvcat.core.errors import UserError
-from nfvcat.lab.campaign import rfc2544
 
 KIND = "nfvcat/test-description"
+
+
+@dataclass(frozen=True)
+class SearchSettings:
+    """A data-plane test's RFC 2544 search, as its TDF sets it (nfvcat.campaign.rfc2544 runs it)."""
+    trial_seconds: float = 1.0
+    max_rate_pps: float = 1_000_000
+    min_rate_pps: float = 1_000
+    resolution: float = 0.05  # stop when (high - low) / high is at most this
+    loss_tolerance: float = 0.0  # fraction of frames a passing trial may lose
+    max_trials: int = 8
+    generator_margin: float = 0.95  # offered below this share of the rate asked: the generator ran out
+    samples: int = 1  # trials at a generator-limited rate; the figure is their median
 
 
 @dataclass
@@ -67,7 +79,7 @@ class QosSpec:
 @dataclass
 class Dataplane:
     frames: list[str]
-    settings: rfc2544.Settings
+    settings: SearchSettings
     latency: LatencySpec | None
     expect: list[Expectation]
     acl: AclSpec | None = None
@@ -227,8 +239,8 @@ def from_data(data: dict[str, Any], path: Path) -> Tdf:
         dp = None
         if "dataplane" in t:
             d = t["dataplane"]
-            defaults = rfc2544.Settings()
-            settings = rfc2544.Settings(
+            defaults = SearchSettings()
+            settings = SearchSettings(
                 trial_seconds=float(d.get("trial_seconds", defaults.trial_seconds)),
                 max_rate_pps=float(d.get("max_rate_pps", defaults.max_rate_pps)),
                 min_rate_pps=float(d.get("min_rate_pps", defaults.min_rate_pps)),

@@ -7,14 +7,13 @@ The interface is :class:`HostAccess` (and :class:`SwitchAccess`); this module kn
 can give, a directory of libvirt domain XML files (``virsh dumpxml <domain> > DIR/<instance uuid>.xml`` on each
 compute): ``<cputune>`` ``vcpupin``/``emulatorpin``, the ``<hostdev>`` PCI source addresses and those of
 ``<interface type='hostdev'>`` (a port's VF, known by the interface's MAC). The dev cloud
-provides another (``check --host-access devcloud``: ``nfvcat.lab.devcloud.hostaccess``); code for any cloud
+provides another (``check --host-access devcloud``: ``nfvcat_testbeds.devcloud.hostaccess``); code for any cloud
 knows no dev cloud.
 """
 
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol, runtime_checkable
@@ -182,11 +181,19 @@ def pci_address(addr: ET.Element) -> str | None:
         return None
 
 
-def open_access(spec: str | None, providers: dict[str, Callable[[], HostAccess]] | None = None) -> HostAccess | None:
-    """What ``check --host-access`` names: a source a provider offers by name (the dev cloud offers
-    ``devcloud``; see ``nfvcat.lab.devcloud.hostaccess``), else a directory of libvirt domain XML, else None."""
+def open_access(spec: str | None) -> HostAccess | None:
+    """What ``check --host-access`` names: a source an installed plugin offers by name (``nfvcat.host_access``
+    entry points: ``nfvcat-testbeds`` offers ``devcloud``), else a directory of libvirt domain XML, else None."""
+    from nfvcat.core import plugins
+
     if not spec:
         return None
-    if providers and spec in providers:
-        return providers[spec]()
+    factory = plugins.load(plugins.HOST_ACCESS, spec)
+    if factory is not None:
+        access: HostAccess = factory()
+        return access
+    if not Path(spec).is_dir():
+        offered = plugins.names(plugins.HOST_ACCESS)
+        raise UserError(f"--host-access {spec}: no such directory of libvirt domain XML"
+                        + (f", nor a source an installed plugin offers ({', '.join(offered)})" if offered else ""))
     return LibvirtXml(Path(spec))

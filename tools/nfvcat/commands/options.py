@@ -146,9 +146,10 @@ def add_checked(p: argparse.ArgumentParser, *, skippable: bool = True, columns: 
 
 def open_checked(args: argparse.Namespace) -> tuple[Any, Any]:
     """What ``add_checked``'s ``--inventory`` and ``--host-access`` name, opened: (inventory, host access)."""
-    from nfvcat.lab.devcloud.hostaccess import load_inventory, open_access
+    from nfvcat.catalog import inventory
+    from nfvcat.cloud.hostaccess import open_access
 
-    return load_inventory(args.inventory), open_access(args.host_access)
+    return inventory.load(args.inventory), open_access(args.host_access)
 
 
 def progress(args: argparse.Namespace) -> Callable[[str], None]:
@@ -169,13 +170,14 @@ def add_cloud(p: argparse.ArgumentParser) -> None:
 def add_inventory(p: argparse.ArgumentParser) -> None:
     p.add_argument("--inventory", default=os.environ.get("NFVCAT_INVENTORY"),
                    help="host inventory (format of nfvcat plan) with each host's CPU sets and PF-to-NUMA map "
-                        "(default: $NFVCAT_INVENTORY, else the one `nfvcat devcloud up` was given)")
+                        "(default: $NFVCAT_INVENTORY, else the reference inventory shipped with nfvcat)")
 
 
 def add_host_access(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--host-access", metavar="devcloud|DIR", default=None,
-                   help="read what no API shows (emulator-thread pCPUs, Nova's VF of a Neutron port): 'devcloud' "
-                        "(the dev cloud's recorded state) or a directory of libvirt domain XML "
+    p.add_argument("--host-access", metavar="DIR|NAME", default=None,
+                   help="read what no API shows (emulator-thread pCPUs, Nova's VF of a Neutron port): a directory of "
+                        "libvirt domain XML, or a source an installed plugin offers by name (nfvcat-testbeds: "
+                        "'devcloud', the dev cloud's recorded state) "
                         "(virsh dumpxml, one <instance uuid>.xml per server); without it those verdicts are "
                         "'needs host access'")
 

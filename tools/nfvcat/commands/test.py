@@ -40,8 +40,8 @@ def _interrupt(signum: int, frame: object) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from nfvcat.campaign import reports, runner
     from nfvcat.catalog import tdf
-    from nfvcat.lab.campaign import reports, runner
 
     description = tdf.load(args.tdf)
     for sig in (signal.SIGTERM, signal.SIGHUP):  # unwind: every chain of the campaign is torn down
