@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 from nfvcat.validation import cloudinit_schema as cs
 
@@ -45,3 +46,16 @@ class Mirror:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def serve_index(m: Any, packages: dict[str, str], monkeypatch: Any) -> None:
+    """An HTTP-level fake (requests-mock ``m``) of every suite of a Debian mirror: each Packages.xz index
+    serves exactly ``packages`` (name -> version), so a lock of those versions is one the mirror serves."""
+    import lzma
+    import re
+
+    from nfvcat.packaging.images import mirror
+
+    monkeypatch.setattr(mirror, "_SERVED", {})  # what the mirror served is read once per process
+    index = "\n".join(f"Package: {p}\nVersion: {v}\nArchitecture: amd64\n" for p, v in packages.items())
+    m.get(re.compile(r"/dists/[^/]+/[^/]+/binary-amd64/Packages\.xz$"), content=lzma.compress(index.encode()))

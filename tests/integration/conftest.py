@@ -57,14 +57,14 @@ def conn(devcloud: None) -> Any:
 
 
 def catalog_images() -> list[str]:
-    """The Glance names the catalog's entries reference (nfvcat-vrouter-1.1.1, ...)."""
+    """The Glance names the catalog's entries reference (nfvcat-vrouter-1.1.2, ...)."""
     from nfvcat.packaging.images import refs
 
     return [str(i["name"]) for i in refs.glance_images(ROOT)]
 
 
 def glance_name(image: str) -> str:
-    """The Glance name the catalog's entries give the image entry ``image`` (vrouter -> nfvcat-vrouter-1.1.1)."""
+    """The Glance name the catalog's entries give the image entry ``image`` (vrouter -> nfvcat-vrouter-1.1.2)."""
     from nfvcat.packaging.images import refs
 
     return next(str(i["name"]) for i in refs.glance_images(ROOT) if i["image"] == image)
@@ -73,9 +73,10 @@ def glance_name(image: str) -> str:
 @pytest.fixture(scope="session")
 def onboarded(devcloud: None, conn: Any) -> list[str]:
     """The catalog on the dev cloud by `nfvcat onboard` alone, as a user puts it on theirs: the product images
-    (the builds `nfvcat image build` keeps in $NFVCAT_IMAGE_CACHE or ~/.cache/nfvcat/images, keyed by the
-    lock: in CI the day-0 tier built ipsec-gw already, vrouter is built here when the cache has none), each
-    verified against its image.lock's sha256 before upload; the flavors, provider networks and VNF packages.
+    (by the one rule of nfvcat.packaging.images.obtain, from $NFVCAT_IMAGE_CACHE: in CI tox points it into the
+    run's own directory, empty at the start, and the day-0 tier built the images already; builds are cached by
+    their inputs, so when Debian's mirror moved past a lock both tiers share one local rebuild), each verified
+    against its image.lock's sha256 or its rebuild's record before upload; the flavors, networks, packages.
     The simulated hypervisor boots none of them: what the tier proves is that Glance holds the exact images."""
     t0 = time.monotonic()
     res = nfvcat("onboard", timeout=3600)  # a build from an empty cache takes minutes

@@ -63,6 +63,29 @@ def wait_for_update(conn: Any) -> None:
     assert conn.orchestration.get_stack(STACK).status == "UPDATE_IN_PROGRESS"
 
 
+def old_image(conn: Any, version: str) -> dict[str, Any]:
+    """The Glance image chain-vrouter ``version``'s release names (its entry.yaml image reference)."""
+    from nfvcat.catalog import history
+
+    meta = history.resolve(ROOT, f"{STACK}@{version}", "heat").meta
+    [ref] = [r for r in meta["images"] if r["image"] == "vrouter"]
+    assert ref["name"] != glance_name("vrouter"), "the release names another image than the working tree"
+    [image] = conn.image.get(f"/images?name={ref['name']}").json()["images"]
+    assert image["status"] == "active"
+    return dict(image)
+
+
+def release_lock_sha256(version: str) -> str:
+    """The sha256 of images/vrouter ``version``'s lock, as the release record's git tree holds it."""
+    from nfvcat.catalog import history
+    from nfvcat.packaging.images import recipe
+
+    tree = history.checkout(ROOT, "vrouter", "image", version)
+    lock = recipe.read_lock(recipe.load("vrouter", tree))
+    assert lock is not None and lock.version == version
+    return lock.sha256
+
+
 def kill_heat_engine() -> None:
     """heat-engine dies (SIGKILL) and `nfvcat devcloud up` starts it again, as a host restart would."""
     from nfvcat_testbeds.devcloud import procs
@@ -81,17 +104,25 @@ def test_deploy_an_earlier_release_list_upgrade_and_an_interrupted_major_upgrade
     assert nfvcat("terminate", STACK).returncode == 0
     released = versions_of(STACK)
     old, newest = released[-2], released[-1]
-    image = glance_name("vrouter")  # the onboarded image: the old release's default is not on this cloud
     t0 = time.monotonic()
-    res = nfvcat("instantiate", f"{STACK}@{old}", "-e", "ovs-dpdk", "-P", f"image={image}", "--no-check",
-                 "--ready-timeout", "0")  # versions are the point here, not day-0 (the ready line: test_lifecycle)
+    # no -P image=: the release's own image (its Glance name, not onboarded) is put on the cloud first, built from
+    # that release's lock (a local rebuild when Debian's mirror moved on since), the user told which and whence
+    res = nfvcat("instantiate", f"{STACK}@{old}", "-e", "ovs-dpdk", "--no-check", "--ready-timeout", "0",
+                 timeout=3600)  # versions are the point here, not day-0 (the ready line: test_lifecycle)
     assert res.returncode == 0, res.stderr
+    image = old_image(conn, old)
+    assert f"image {image['name']}: images/vrouter {image['nfvcat_version']} from " in res.stderr, res.stderr
+    assert image["nfvcat_lock_sha256"] == release_lock_sha256(image["nfvcat_version"]), image
+    stack_image = conn.orchestration.get_stack(STACK).parameters.get("image")
+    assert stack_image in (None, image["name"]), stack_image
+    print(f"[integration] instantiate {STACK}@{old} with its own image: {time.monotonic() - t0:.0f} s")
     row = listed()[STACK]
     assert (row["entry"], row["version"], row["outdated"]) == (STACK, old, True) and row["newest"] >= newest
     assert conn.orchestration.get_stack(STACK).tags == [f"nfvcat:{STACK}@{old}"]
 
-    res = nfvcat("upgrade", STACK, "--to", newest, "--dry-run")
+    res = nfvcat("upgrade", STACK, "--to", newest, "--dry-run", timeout=3600)  # the target's image first
     assert res.returncode == 0, res.stderr
+    assert old_image(conn, newest)["nfvcat_lock_sha256"] == release_lock_sha256(newest)
     assert "Heat's update preview:" in res.stdout and "Servers that go down:" in res.stdout
     assert f"CHANGELOG {newest}:" in res.stdout and f"{old} -> {newest}" in res.stdout
     assert listed()[STACK]["version"] == old  # a dry run changes nothing

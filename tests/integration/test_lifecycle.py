@@ -90,8 +90,69 @@ def test_glance_holds_the_product_images_of_the_locks(conn: Any, onboarded: list
         props = {k: str(v) for k, v in (ref["properties"] or {}).items()}
         assert props.get("hw_firmware_type") == "uefi", props
         assert {k: str(record.get(k)) for k in props} == props, record
+        provenance = {k: record.get(k) for k in ("nfvcat_entry", "nfvcat_version", "nfvcat_lock_sha256",
+                                                 "nfvcat_sha256", "nfvcat_source", "nfvcat_differs")}
+        assert provenance == {"nfvcat_entry": f"images/{ref['image']}", "nfvcat_version": lock.version,
+                              "nfvcat_lock_sha256": lock.sha256, "nfvcat_sha256": lock.sha256,
+                              "nfvcat_source": "catalog", "nfvcat_differs": "none"}, record
         seen.add(ref["name"])
     assert seen == set(onboarded) and {ref["image"] for ref in refs.glance_images(ROOT)} == {"vrouter", "ipsec-gw"}
+
+
+# A version of libpam Debian replaced by a security update (1.5.2-6+deb12u3): images/vrouter 1.1.1's lock named it,
+# with that build's sha256 and size (computed by `nfvcat image build vrouter`, commit 23a4ace).
+GONE = "1.5.2-6+deb12u2"
+GONE_LOCK = ("4210fe94f1adc7aebd3fea57ea7460a63013ae74e04260aa443deb8c93576eda", 280559616)
+DRIFT_NAME = "nfvcat-drift-test-vrouter"
+
+
+def test_onboarding_on_drift_uploads_the_verified_local_rebuild(conn: Any, tmp_path: Path) -> None:
+    """Drift made to happen: a catalog whose vrouter lock names libpam versions the mirror no longer serves
+    (GONE). Onboarding neither refuses nor uploads an unverified file: it takes the local rebuild from what the
+    mirror serves (the image cache holds it already: builds are cached by their inputs), and Glance serves back
+    the rebuild's sha256, which its record beside it in the cache holds, with the provenance properties naming
+    both sha256s and the packages that differ."""
+    import shutil
+
+    from nfvcat.packaging.images import obtain, recipe
+
+    cat = tmp_path / "catalog"
+    shutil.copytree(ROOT / "images" / "vrouter", cat / "images" / "vrouter")
+    shutil.copytree(ROOT / "templates" / "heat" / "vnf-vrouter", cat / "templates" / "heat" / "vnf-vrouter")
+    (cat / "flavors").mkdir()
+    r = recipe.load("vrouter", cat)
+    lock = recipe.read_lock(r)
+    assert lock is not None
+    pam = sorted(p for p in lock.packages if p.startswith("libpam"))
+    assert pam and all(lock.packages[p] != GONE for p in pam)
+    lock.packages.update({p: GONE for p in pam})
+    lock.sha256, lock.size = GONE_LOCK
+    recipe.write_lock(r, lock)
+    entry = cat / "templates" / "heat" / "vnf-vrouter" / "entry.yaml"
+    glance = f"{DRIFT_NAME}-{r.version}"
+    entry.write_text(entry.read_text().replace(f"name: nfvcat-vrouter-{r.version}", f"name: {glance}"))
+    try:
+        res = nfvcat("onboard", "--only", "images", env={"NFVCAT_CATALOG_DIR": str(cat)}, timeout=3600)
+        assert res.returncode == 0, res.stderr[-3000:]
+        assert "Debian's mirror no longer serves the packages of images/vrouter/image.lock" in res.stderr
+        assert "local rebuild (cached)" in res.stderr, "the rebuild the tiers made is reused: nothing is built again"
+        line = next(x for x in res.stdout.splitlines() if f" {glance} " in x)
+        assert " create " in line and "local rebuild, verified against its build record" in line, line
+        records = conn.image.get(f"/images?name={glance}").json()["images"]
+        assert [i["status"] for i in records] == ["active"], records
+        image = records[0]
+        sha256 = hashlib.sha256()
+        for chunk in conn.image.download_image(image["id"], stream=True).iter_content(1 << 20):
+            sha256.update(chunk)
+        assert image["nfvcat_sha256"] == sha256.hexdigest() != GONE_LOCK[0]
+        assert image["nfvcat_lock_sha256"] == GONE_LOCK[0] and image["nfvcat_source"] == "rebuild"
+        assert all(f"{p} {GONE} -> " in image["nfvcat_differs"] for p in pam), image["nfvcat_differs"]
+        rebuilt = obtain.image("vrouter", lambda _m: None, cat)
+        assert rebuilt.source == "rebuild" and rebuilt.lock.sha256 == sha256.hexdigest()
+        assert obtain.verify(rebuilt, rebuilt.disk, sha256.hexdigest()) is None  # its own record holds it
+    finally:
+        for i in conn.image.get(f"/images?name={glance}").json()["images"]:
+            conn.image.delete(f"/images/{i['id']}")
 
 
 def test_one_vnf_sriov_chain_then_wrong_placement_is_caught(conn: Any, tmp_path: Path) -> None:

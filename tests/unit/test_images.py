@@ -8,15 +8,17 @@ import shutil
 from pathlib import Path
 
 import pytest
+import requests_mock
 import yaml
 
 from nfvcat.cli import main
 from nfvcat.core import documents
 from nfvcat.core.errors import EXIT_FINDINGS, EXIT_OK, UserError
-from nfvcat.packaging.images import build, recipe, refs
+from nfvcat.packaging.images import build, mirror, recipe, refs
 from nfvcat.validation.rules.base import Context
 from nfvcat.validation.rules.parsing.e0014_image_checksum import ImageChecksum
 from tests.conftest import ROOT
+from tests.debmirror import serve_index
 
 FIXTURE = ROOT / "tests" / "fixtures" / "rules" / "E0014" / "pass"
 MOTD_SHA = hashlib.sha256((FIXTURE / "images" / "demo" / "files" / "motd").read_bytes()).hexdigest()
@@ -161,13 +163,15 @@ def test_lock_decisions(cat: Path) -> None:
     assert renewed.lock_status == "updated" and renewed.changes == [f"builder 0 -> {build.BUILDER_VERSION}"]
 
 
-def test_a_released_image_is_never_silently_changed(cat: Path) -> None:
+def test_a_released_image_is_never_silently_changed(cat: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (cat / "flavors").mkdir()
     r = recipe.load("demo", cat)
     build.reconcile(_built(r, {"a": "1"}, "a" * 64), None, cat)
-    assert main(["release", "--root", str(cat), "--no-tag"]) == EXIT_FINDINGS  # the entry's checksum drifted
-    refs.sync(cat, write=True)
-    assert main(["release", "--root", str(cat), "--no-tag"]) == EXIT_OK
+    with requests_mock.Mocker() as m:
+        serve_index(m, {"a": "1"}, monkeypatch)  # Debian's mirror serves the lock
+        assert main(["release", "--root", str(cat), "--no-tag"]) == EXIT_FINDINGS  # the entry's checksum drifted
+        refs.sync(cat, write=True)
+        assert main(["release", "--root", str(cat), "--no-tag"]) == EXIT_OK
     with pytest.raises(UserError, match=r"is released and this build differs from it \(a 1 -> 2\): wrote the new "
                                         r"image.lock; bump the entry's version"):
         build.reconcile(_built(r, {"a": "2"}, "c" * 64), recipe.read_lock(r), cat)
@@ -247,3 +251,28 @@ def test_docs_writes_and_reports_a_vnfd_identity_that_follows_a_bump(tmp_path: P
     assert "updated vnfd/vnf-vrouter/Definitions/vnf-vrouter_types.yaml (descriptor_id, descriptor_version)" in out
     assert f"'{bumped}'" in (root / "vnfd" / "vnf-vrouter" / "Definitions" / "vnf-vrouter_types.yaml").read_text()
     assert main(["docs", "--check"]) == EXIT_OK
+
+
+def test_release_refuses_an_image_the_mirror_no_longer_serves(cat: Path, monkeypatch: pytest.MonkeyPatch,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    (cat / "flavors").mkdir()
+    r = recipe.load("demo", cat)
+    build.reconcile(_built(r, {"a": "1"}, "a" * 64), None, cat)
+    refs.sync(cat, write=True)
+    with requests_mock.Mocker() as m:
+        serve_index(m, {"a": "2"}, monkeypatch)  # a point release replaced a 1 by a 2
+        assert main(["release", "--root", str(cat), "--no-tag"]) == EXIT_FINDINGS
+        out = capsys.readouterr().out
+        assert "error: images/demo 1.0.0: Debian's mirror no longer serves its lock (a 1 -> 2 (point release, " \
+               "bookworm)): run `nfvcat image renew demo`" in out
+        assert not (cat / "RELEASES.yaml").exists()
+        serve_index(m, {"a": "1"}, monkeypatch)
+        assert main(["release", "--root", str(cat), "--no-tag"]) == EXIT_OK  # released while the mirror served it
+        serve_index(m, {"a": "2"}, monkeypatch)
+        assert main(["release", "--root", str(cat), "--no-tag"]) == EXIT_OK  # released, unchanged: drift is a note
+        assert "note: images/demo 1.0.0: Debian's mirror no longer serves its lock" in capsys.readouterr().err
+        (cat / "RELEASES.yaml").unlink()
+        m.get(requests_mock.ANY, status_code=503)
+        monkeypatch.setattr(mirror, "_SERVED", {})
+        assert main(["release", "--root", str(cat), "--no-tag"]) == 3  # unverifiable: never released
+    assert not (cat / "RELEASES.yaml").exists()

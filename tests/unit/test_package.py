@@ -238,7 +238,7 @@ def test_lcm_user_data_fills_the_nfv_keys_of_the_generated_top_template(tmp_path
     nested = yaml.safe_load((csar / "BaseHOT/default/nested/vrouter.yaml").read_text())
     vnfd = yaml.safe_load((csar / "Definitions/vnf-vrouter_df_default.yaml").read_text())
     ud = _user_data(entry)
-    expected_nfv = {"VDU": {"VDU_VROUTER": {"image": "nfvcat-vrouter-1.1.1", "desired_capacity": 1}},
+    expected_nfv = {"VDU": {"VDU_VROUTER": {"image": "nfvcat-vrouter-1.1.2", "desired_capacity": 1}},
                     "CP": {"CP_WAN": {"network": "net-wan"}, "CP_LAN": {"network": "net-lan"}}}
 
     ns = types.SimpleNamespace

@@ -11,9 +11,11 @@ import json
 import re
 import shutil
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import requests_mock
 import yaml
 
 from nfvcat.catalog import releases
@@ -21,13 +23,20 @@ from nfvcat.core.errors import EXIT_FINDINGS, UserError
 from nfvcat.packaging.csar import build as package
 from nfvcat.packaging.images import build, recipe, refs
 from tests.conftest import ROOT
+from tests.debmirror import serve_index
 
 STAND_IN = b"QFI\xfb stand-in for the vrouter image\n"
 VERSION = recipe.load("vrouter", ROOT).version  # the image entry's version (the file name in the package)
 
 
 @pytest.fixture()
-def cat(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def cat(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    with requests_mock.Mocker() as m:  # Debian's mirror serves the stand-in lock (release checks it)
+        serve_index(m, {"stand-in": "1"}, monkeypatch)
+        yield _stand_in(tmp_path, monkeypatch)
+
+
+def _stand_in(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     root = tmp_path / "catalog"
     for d in ("vnfd/vnf-vrouter", "templates/heat/vnf-vrouter", "hooks/vrouter", "images/vrouter"):
         shutil.copytree(ROOT / d, root / d)

@@ -146,7 +146,7 @@ def test_lcm_user_data_gives_the_new_basehot_and_refuses_the_rollback(later: ent
     top = yaml.safe_load(fields["template"])
     assert top["description"].startswith(f"vnf-vrouter {NEXT},")  # the new package's BaseHOT
     assert "VDU_VROUTER_scale_group" in top["resources"]
-    assert fields["parameters"] == {"nfv": {"VDU": {"VDU_VROUTER": {"image": "nfvcat-vrouter-1.1.1",
+    assert fields["parameters"] == {"nfv": {"VDU": {"VDU_VROUTER": {"image": "nfvcat-vrouter-1.1.2",
                                                                     "computeFlavourId": "flavor-now"}}, "CP": {}}}
     hook = "../../../hooks/vrouter/user-data.yaml"
     assert sorted(fields["files"]) == [hook, "vrouter.yaml"]

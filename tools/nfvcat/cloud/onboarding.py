@@ -67,26 +67,40 @@ class GlanceHash:
         return self.cache[algo]
 
 
+@dataclass
+class ImageFile:
+    """The file onboarding uploads for one catalog image, and where it came from."""
+    path: Path
+    origin: str  # --image, --image-dir, catalog (the committed lock's build), rebuild (a local rebuild)
+    built: Any = None  # nfvcat.packaging.images.build.Built, for a build
+
+    @property
+    def source(self) -> str:
+        return "rebuild" if self.origin == "rebuild" else "catalog"
+
+
 def image_file(img: dict[str, Any], root: Path, image_dir: Path | None, overrides: dict[str, Path],
-               say: Any = None) -> Path | None:
+               say: Any = None) -> ImageFile | None:
     """The file to upload for a catalog image: ``--image NAME=FILE`` (NAME the Glance name or the image
-    entry), else ``--image-dir``/NAME-VERSION.qcow2, else the build `nfvcat image build` made of its lock,
+    entry), else ``--image-dir``/NAME-VERSION.qcow2, else the image by the one rule of the lab and the cloud
+    (``nfvcat.packaging.images.obtain``: the build of its lock, or a local rebuild when Debian's mirror moved),
     built now (minutes) when the cache has none and ``say`` is given (None: look only, as a dry run does)."""
     for key in (str(img["name"]), str(img.get("image"))):
         if key in overrides:
-            return overrides[key]
+            return ImageFile(overrides[key], "--image")
     if image_dir is not None:
         cand = image_dir / str(img.get("file") or f"{img['name']}.qcow2")
-        return cand if cand.is_file() else None
+        return ImageFile(cand, "--image-dir") if cand.is_file() else None
     if not img.get("image"):
         return None
     from nfvcat.packaging.images import build, obtain, recipe
 
     hit = build.cached(recipe.load(str(img["image"]), root))
     if hit is not None or say is None or not locked_sha256(img):  # no lock: nothing to match
-        return hit.disk if hit is not None else None
-    say(f"image {img['name']}: no cached build of images/{img['image']} {img.get('version')}, building it")
-    return obtain.image(str(img["image"]), say, root).disk
+        return ImageFile(hit.disk, "catalog", hit) if hit is not None else None
+    say(f"image {img['name']}: no cached build of images/{img['image']} {img.get('version')}")
+    built = obtain.image(str(img["image"]), say, root)
+    return ImageFile(built.disk, built.source, built)
 
 
 def locked_sha256(img: dict[str, Any]) -> str:
@@ -94,19 +108,51 @@ def locked_sha256(img: dict[str, Any]) -> str:
     return str((img.get("checksum") or {}).get("value") or "").lower()
 
 
-def verified(img: dict[str, Any], path: Path) -> str:
-    """The file's sha256 when it is the catalog image's (its lock's sha256); anything else is refused before a
-    byte is uploaded. There is no way around it: an image that was never built has no checksum to trust."""
+def verified(img: dict[str, Any], path: Path | ImageFile) -> str:
+    """The file's sha256 when it is the catalog image's: its lock's sha256, or, for a local rebuild (Debian's
+    mirror moved on), the sha256 its own build record holds; anything else is refused before a byte is
+    uploaded. There is no way around it: an image that was never built has no checksum to trust."""
+    f = path if isinstance(path, ImageFile) else ImageFile(path, "--image")
     name = str(img["name"])
     want = locked_sha256(img)
     where = f"images/{img.get('image')} {img.get('version')}"
     if not want:
-        raise UserError(f"image {name}: {where} has no lock, so no sha256 to verify {path} against: run "
+        raise UserError(f"image {name}: {where} has no lock, so no sha256 to verify {f.path} against: run "
                         f"`nfvcat image build {img.get('image')}`", EXIT_FINDINGS)
-    digest = file_hash(path, "sha256")
-    if digest != want:
-        raise UserError(f"image {name}: {path} has sha256 {digest}, {where} is {want}: not uploaded", EXIT_FINDINGS)
-    return digest
+    digest = file_hash(f.path, "sha256")
+    if digest == want:
+        return digest
+    if f.built is not None and f.origin == "rebuild":
+        from nfvcat.packaging.images import obtain
+
+        why = obtain.verify(f.built, f.path, digest)
+        if why is None:
+            return digest
+        raise UserError(f"image {name}: {f.path} has sha256 {digest}, {where} is {want}, and as a local rebuild: "
+                        f"{why}: not uploaded", EXIT_FINDINGS)
+    raise UserError(f"image {name}: {f.path} has sha256 {digest}, {where} is {want}: not uploaded", EXIT_FINDINGS)
+
+
+GLANCE_VALUE = 255  # Glance keeps a property value of at most 255 characters
+
+
+def provenance(img: dict[str, Any], f: ImageFile, digest: str) -> dict[str, str]:
+    """The Glance properties that say what an uploaded image is: its entry and version, the committed lock's
+    sha256, the sha256 uploaded, whether it is the catalog's image or a local rebuild, and which packages
+    differ from the lock (``none`` for the catalog's)."""
+    changes = list(f.built.changes) if f.source == "rebuild" and f.built is not None else []
+    differs = "none"
+    if changes:
+        differs = ""
+        for n, c in enumerate(changes):
+            more = f"; and {len(changes) - n} more"
+            if len(differs) + len(c) + 2 + len(more) > GLANCE_VALUE:
+                differs += more
+                break
+            differs += ("; " if differs else "") + c
+    return {"nfvcat_entry": f"images/{img.get('image')}", "nfvcat_version": str(img.get("version")),
+            "nfvcat_lock_sha256": locked_sha256(img), "nfvcat_sha256": digest, "nfvcat_source": f.source,
+            "nfvcat_from": f.origin, "nfvcat_differs": differs}
 
 
 def images(conn: Any, root: Path, image_dir: Path | None, overrides: dict[str, Path], dry_run: bool,
@@ -119,23 +165,46 @@ def images(conn: Any, root: Path, image_dir: Path | None, overrides: dict[str, P
     unknown = sorted(set(overrides) - names)
     if unknown:
         raise UserError(f"--image {unknown[0]}=...: no catalog image of that name (known: {', '.join(sorted(names))})")
-    files: list[tuple[dict[str, Any], Path, str]] = []
+    files: list[tuple[dict[str, Any], ImageFile, str]] = []
     for img in known:  # every file is found (or built) and verified before anything is uploaded
-        path = image_file(img, root, image_dir, overrides, None if dry_run else say)
-        if path is None and dry_run and image_dir is None and locked_sha256(img):
-            out.append(Action("image", str(img["name"]), "build", f"images/{img.get('image')} {img.get('version')} "
-                              "is not built here: onboard builds it (minutes), verifies and uploads it"))
-            continue
-        if path is None:
-            hint = f"no {img.get('file')} in {image_dir}" if image_dir else "not built"
-            raise UserError(f"image {img['name']}: {hint}: run `nfvcat image build {img.get('image')}` or pass "
-                            f"--image {img['name']}=FILE", EXIT_FINDINGS)
-        files.append((img, path, verified(img, path)))
-    for img, path, file_sha in files:
+        got = prepare(img, root, image_dir, overrides, dry_run, say)
+        if isinstance(got, Action):
+            out.append(got)
+        else:
+            files.append(got)
+    return out + upload(conn, files, dry_run, say)
+
+
+def prepare(img: dict[str, Any], root: Path, image_dir: Path | None, overrides: dict[str, Path], dry_run: bool,
+            say: Any) -> tuple[dict[str, Any], ImageFile, str] | Action:
+    """The verified file of one catalog image (found, or built: ``image_file``), or the dry run's "build"."""
+    f = image_file(img, root, image_dir, overrides, None if dry_run else say)
+    if f is None and dry_run and image_dir is None and locked_sha256(img):
+        return Action("image", str(img["name"]), "build", f"images/{img.get('image')} {img.get('version')} is not "
+                      "built here: it is built (minutes; from what Debian's mirror serves when it no longer serves "
+                      "the lock), verified and uploaded")
+    if f is None:
+        hint = f"no {img.get('file')} in {image_dir}" if image_dir else "not built"
+        raise UserError(f"image {img['name']}: {hint}: run `nfvcat image build {img.get('image')}` or pass "
+                        f"--image {img['name']}=FILE", EXIT_FINDINGS)
+    digest = verified(img, f)
+    if f.origin in ("--image", "--image-dir"):
+        say(f"image {img['name']}: {f.path} ({f.origin}) is the released file of images/{img.get('image')} "
+            f"{img.get('version')} (sha256 {digest}, the lock's)")
+    return img, f, digest
+
+
+def upload(conn: Any, files: list[tuple[dict[str, Any], ImageFile, str]], dry_run: bool, say: Any) -> list[Action]:
+    """Each verified file into Glance under its catalog name, with its provenance; idempotent."""
+    out = []
+    for img, f, file_sha in files:
+        path = f.path
         name = str(img["name"])
-        note = " (verified)"
+        note = " (verified)" if f.source == "catalog" else (
+            f" (local rebuild, verified against its build record; the lock's sha256 is {locked_sha256(img)[:12]}: "
+            + "; ".join(f.built.changes) + ")")
         glance_hash = GlanceHash(path)
-        props = {k: str(v) for k, v in (img.get("properties") or {}).items()}
+        props = {k: str(v) for k, v in (img.get("properties") or {}).items()} | provenance(img, f, file_sha)
         existing = call(conn.image, "GET", f"/images?name={name}", f"image {name}")["images"]
         same = [i for i in existing if i["status"] == "active" and i.get("os_hash_value") == glance_hash(i)]
         if same:

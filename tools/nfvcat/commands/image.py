@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from nfvcat.commands import options
-from nfvcat.core.errors import EXIT_OK
-from nfvcat.packaging.images import build, recipe
+from nfvcat.core.errors import EXIT_ENGINE, EXIT_OK
+from nfvcat.packaging.images import build, mirror, obtain, recipe
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -28,7 +28,25 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     b.add_argument("--force", action="store_true", help="build even when the cache holds the lock's image")
     options.add_format(b)
     b.set_defaults(func=run_build)
-    ls = sub.add_parser("list", help="image entries, versions, locked sha256 and whether a build is cached")
+    rn = sub.add_parser(
+        "renew", help="renew the images whose lock Debian's mirror no longer serves: rebuild, new lock, bumps",
+        description="For each image (default: all) whose lock Debian's mirror no longer serves (see `nfvcat image "
+        "list`): a patch bump of the image entry (unless its version is unreleased), a build from what the mirror "
+        "serves (~2-3 minutes, root) writing the new lock, and every catalog entry referencing the image follows: "
+        "its image reference and Glance name nfvcat-NAME-VERSION (templates, examples, VNFD, README), a patch bump "
+        "unless its version is unreleased, a CHANGELOG line naming the updated packages; checksums and VNFD "
+        "identities as `nfvcat docs` makes them. `nfvcat versions` passes on the result: review and commit it.")
+    rn.add_argument("names", nargs="*", metavar="NAME", help="image entries (default: all)")
+    rn.add_argument("--force", action="store_true", help="renew even when the mirror still serves the lock")
+    options.add_format(rn)
+    rn.set_defaults(func=run_renew)
+    ls = sub.add_parser("list", help="image entries, versions, locked sha256, whether Debian's mirror still serves "
+                        "each lock (the packages it serves newer, security updates named) and what is cached",
+                        description="Each image entry, its lock's sha256, whether the image cache holds the lock's "
+                        "build or a local rebuild, and whether Debian's mirror still serves the lock: a build "
+                        "installs exactly the locked versions. Drift lists every package the mirror serves newer: "
+                        "a security update (the -security suite), a stable update (-updates) or a point release. "
+                        "Exit 3 when the mirror could not be read (drift unknown).")
     options.add_format(ls)
     ls.set_defaults(func=run_list)
 
@@ -58,18 +76,55 @@ def run_build(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def run_renew(args: argparse.Namespace) -> int:
+    from nfvcat import catalog
+    from nfvcat.packaging.images import renew
+
+    done = renew.renew(catalog.require_root(), list(args.names), _say, force=args.force)
+    if args.format == "json":
+        print(json.dumps([d.as_dict() for d in done], indent=2))
+        return EXIT_OK
+    for d in done:
+        how = "cached build" if d.seconds is None else f"built in {d.seconds:.0f} s"
+        print(f"{d.image} {d.old} -> {d.new}: sha256 {d.sha256} {d.size} bytes ({how})")
+        for u in d.updates:
+            print(f"  {u}")
+        for e in d.entries:
+            print(f"  {e}")
+    if not done:
+        print("nothing to renew: the mirror serves every lock")
+    return EXIT_OK
+
+
 def run_list(args: argparse.Namespace) -> int:
-    rows = []
-    for name in recipe.names():
-        r = recipe.load(name)
-        lock = recipe.read_lock(r)
-        hit = build.cached(r)
-        rows.append({"image": name, "version": r.version, "sha256": lock.sha256 if lock else None,
-                     "cached": str(hit.disk) if hit else None})
+    rows = [obtain.describe(recipe.load(name)) for name in recipe.names()]
+    unknown = [row for row in rows if row["mirror"] is not None and row["mirror"]["serves_lock"] is None]
     if args.format == "json":
         print(json.dumps(rows, indent=2))
-        return EXIT_OK
+        return EXIT_ENGINE if unknown else EXIT_OK
     for row in rows:
-        print(f"{row['image']} {row['version']} sha256 {row['sha256'] or '(no lock: never built)'}"
-              f"{'  cached' if row['cached'] else ''}")
-    return EXIT_OK
+        cached = {"catalog": "  cached", "rebuild": f"  cached: local rebuild sha256 {row.get('rebuild_sha256')}",
+                  None: ""}[row["source"]]
+        print(f"{row['image']} {row['version']} sha256 {row['sha256'] or '(no lock: never built)'}{cached}")
+        m = row["mirror"]
+        if m is None:
+            continue
+        if m["serves_lock"] is None:
+            print(f"  mirror: unknown ({m['error']})")
+            continue
+        if m["serves_lock"]:
+            print("  mirror: serves the lock (a build reproduces its sha256)")
+            continue
+        kinds = [n["kind"] for n in m["newer"]]
+        counts = ", ".join(f"{kinds.count(k)} {label}s" for k, label in mirror.KINDS.items() if k in kinds)
+        print(f"  mirror: no longer serves the lock: {len(m['newer'])} packages newer ({counts})"
+              + (f", {len(m['missing'])} locked versions gone" if m["missing"] else "")
+              + f" (`nfvcat image renew {row['image']}`)")
+        for n in m["newer"]:
+            print(f"    {n['package']} {n['locked']} -> {n['newest']} ({mirror.KINDS[n['kind']]}, {n['suite']})")
+        for gone in m["missing"]:
+            if not any(n["package"] == gone["package"] for n in m["newer"]):
+                print(f"    {gone['package']} {gone['locked']}: no longer served")
+    if unknown:
+        print("the mirror could not be read: drift unknown", file=sys.stderr)
+    return EXIT_ENGINE if unknown else EXIT_OK

@@ -18,6 +18,7 @@ console log, with progress (``--ready-timeout``); a VNF in ERROR or not ready in
 from __future__ import annotations
 
 import argparse
+import os
 
 from nfvcat.commands import options
 from nfvcat.core.errors import EXIT_FINDINGS, EXIT_OK
@@ -28,7 +29,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                               "through Tacker), then check it", description=__doc__)
     p.add_argument("chain", help="catalog entry in templates/heat (e.g. chain-vrouter), its directory or a template, "
                                  "or NAME@VERSION for a released version (its files from the release record and git "
-                                 "history); with --via tacker, a vnfd entry (e.g. vnfd/vnf-vrouter)")
+                                 "history, its images put on the cloud first: the build of that release's image "
+                                 "lock, a local rebuild when Debian's mirror moved on, or --image-dir/--image); "
+                                 "with --via tacker, a vnfd entry (e.g. vnfd/vnf-vrouter)")
     options.add_via(p, "heat", "tacker")
     tk = p.add_argument_group("--via tacker")
     tk.add_argument("--vnf", metavar="NAME", help="VNF instance name (default: the entry's name)")
@@ -49,7 +52,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from nfvcat import catalog
     from nfvcat.catalog import entries, history
+    from nfvcat.cloud import release_images
     from nfvcat.cloud.check import check_stack
     from nfvcat.cloud.connect import cloud_errors
     from nfvcat.cloud.marks import mark
@@ -60,6 +65,8 @@ def run(args: argparse.Namespace) -> int:
     if args.via == "tacker":
         return _via_tacker(args)
     found = history.template(args.chain)
+    released = history.split(args.chain)[1] is not None and not os.path.exists(args.chain)
+    image_dir, overrides = options.image_overrides(args)
     b = bundle(found.path, found.environments(args.environment))
     params = stack_parameters(b.template, dict(args.parameter), args.day0, args.secrets)
     inv, access = options.open_checked(args)
@@ -70,6 +77,8 @@ def run(args: argparse.Namespace) -> int:
     say = options.progress(args)
 
     with cloud_errors(f"instantiate {name}"):
+        if released:  # that release's images (its Glance names), on the cloud before Heat is called
+            release_images.ensure(conn, catalog.require_root(), meta, image_dir, overrides, say)
         sid = converge(Stacks(conn, say), name, b, params, args.timeout, tags)
         say(f"{name}: stack {sid} complete" + (f" ({tags[0].removeprefix('nfvcat:')})" if tags else ""))
         ready = stack_ready(conn, name, args.ready_timeout, say)

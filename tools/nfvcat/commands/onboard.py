@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-from pathlib import Path
 
 from nfvcat.commands import options
-from nfvcat.core.errors import EXIT_OK, UserError
+from nfvcat.core.errors import EXIT_OK
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -19,13 +17,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--dry-run", action="store_true", help="print the plan, change nothing")
     p.add_argument("--only", action="append", choices=["images", "flavors", "networks", "packages"],
                    help="only these steps (repeatable; default all)")
-    p.add_argument("--image-dir", default=os.environ.get("NFVCAT_IMAGE_DIR"),
-                   help="where the image files are, as `nfvcat image build -o DIR` names them (IMAGE-VERSION.qcow2; "
-                   "default: $NFVCAT_IMAGE_DIR, else the builds of `nfvcat image build` in the image cache, built when "
-                   "missing)")
-    p.add_argument("--image", action="append", default=[], metavar="NAME=FILE",
-                   help="the file of one image (NAME: its Glance name or image entry); every file is verified "
-                   "against its image lock's sha256 before anything is uploaded")
+    options.add_images(p)
     options.add_timeout(p, 600, "the network stack")
     p.set_defaults(func=run)
 
@@ -35,12 +27,7 @@ def run(args: argparse.Namespace) -> int:
     from nfvcat.cloud import onboarding
     from nfvcat.cloud.connect import cloud_errors
 
-    overrides: dict[str, Path] = {}
-    for item in args.image:
-        name, sep, path = item.partition("=")
-        if not sep or not Path(path).is_file():
-            raise UserError(f"--image {item}: expected NAME=FILE with an existing file")
-        overrides[name] = Path(path)
+    image_dir, overrides = options.image_overrides(args)
     root = catalog.require_root()
     steps = set(args.only or ["images", "flavors", "networks", "packages"])
     conn = options.cloud_connection(args)
@@ -49,8 +36,7 @@ def run(args: argparse.Namespace) -> int:
     plan = onboarding.Plan()
     with cloud_errors("onboard"):
         if "images" in steps:
-            plan.add(*onboarding.images(conn, root, Path(args.image_dir) if args.image_dir else None, overrides,
-                                        args.dry_run, say))
+            plan.add(*onboarding.images(conn, root, image_dir, overrides, args.dry_run, say))
         if "flavors" in steps:
             plan.add(*onboarding.flavors(conn, root, args.dry_run))
         if "networks" in steps:

@@ -183,10 +183,12 @@ def add_checked(p: argparse.ArgumentParser, *, skippable: bool = True, columns: 
 def add_stack_change(p: argparse.ArgumentParser, *, environments: str, waited: str,
                      wait: tuple[str, float, str]) -> None:
     """What a command that creates or updates a stack from a catalog entry, then checks it, takes (instantiate,
-    upgrade): environments (``environments``: their help), parameters, ``--timeout`` for ``waited``, one wait of
-    its own after it (``wait``: the option, its default in seconds and its help) and ``add_checked``'s options."""
+    upgrade): environments (``environments``: their help), parameters, the image files, ``--timeout`` for
+    ``waited``, one wait of its own after it (``wait``: the option, its default in seconds and its help) and
+    ``add_checked``'s options."""
     add_environments(p, environments)
     add_parameters(p)
+    add_images(p)
     add_timeout(p, 900, waited)
     option, default, help = wait
     p.add_argument(option, type=float, default=default, metavar="SECONDS", help=help)
@@ -234,3 +236,27 @@ def add_host_access(p: argparse.ArgumentParser) -> None:
                         "'devcloud', the dev cloud's recorded state) "
                         "(virsh dumpxml, one <instance uuid>.xml per server); without it those verdicts are "
                         "'needs host access'")
+
+
+def add_images(p: argparse.ArgumentParser) -> None:
+    """Where the image files are (onboard; instantiate NAME@VERSION and upgrade --to, for the release's images)."""
+    p.add_argument("--image-dir", default=os.environ.get("NFVCAT_IMAGE_DIR"),
+                   help="where the image files are, as `nfvcat image build -o DIR` names them (IMAGE-VERSION.qcow2; "
+                   "default: $NFVCAT_IMAGE_DIR, else the builds of `nfvcat image build` in the image cache, built when "
+                   "missing, from what Debian's mirror serves when it no longer serves the lock)")
+    p.add_argument("--image", action="append", default=[], metavar="NAME=FILE",
+                   help="the file of one image (NAME: its Glance name or image entry), e.g. the released bits; "
+                   "every file is verified against its image lock's sha256 before anything is uploaded")
+
+
+def image_overrides(args: argparse.Namespace) -> tuple[Path | None, dict[str, Path]]:
+    """``--image-dir`` and the ``--image NAME=FILE`` files."""
+    from nfvcat.core.errors import UserError
+
+    overrides: dict[str, Path] = {}
+    for item in args.image:
+        name, sep, path = item.partition("=")
+        if not sep or not Path(path).is_file():
+            raise UserError(f"--image {item}: expected NAME=FILE with an existing file")
+        overrides[name] = Path(path)
+    return (Path(args.image_dir) if args.image_dir else None), overrides

@@ -58,6 +58,16 @@ def run(args: argparse.Namespace) -> int:
                 print(f"{r.entry}: error: {err}")
         print(f"not released: {len(failed)} entries fail `nfvcat versions`")
         return EXIT_FINDINGS
+    from nfvcat.packaging.images import renew
+
+    stale, known = renew.drifted(root)
+    for line in known:  # released before the mirror moved: deployable (a local rebuild), renew when you will
+        print(f"note: {line}", file=sys.stderr)
+    if stale:
+        for line in stale:
+            print(f"error: {line}")
+        print(f"not released: {len(stale)} new image versions whose locks the mirror no longer serves")
+        return EXIT_FINDINGS
     artefacts: list[str] = []
     today = datetime.now(UTC).date().isoformat()  # the release date of every version this release records
     if args.output:  # first: a build may lock an unreleased image version, which the record then holds

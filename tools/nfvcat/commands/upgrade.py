@@ -43,7 +43,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     options.add_via(p, "heat", "tacker")
     p.add_argument("--to", metavar="VERSION", help="target version: VERSION, or the entry as NAME@VERSION, NAME (the "
                    "working tree's) or its directory (default: the newest the catalog offers)")
-    p.add_argument("--dry-run", action="store_true", help="print the preview and stop")
+    p.add_argument("--dry-run", action="store_true", help="print the preview and stop (the target version's images "
+                   "are put on the cloud first, as for the update: Heat's preview validates them)")
     p.add_argument("--yes", action="store_true", help="do not ask before updating")
     p.add_argument("--map", action="append", default=[], type=options.parameter, metavar="OLD=NEW",
                    help="carry removed/renamed parameter OLD's value to NEW (OLD= drops it); repeatable")
@@ -60,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
         return _via_tacker(args)
     from nfvcat import catalog
     from nfvcat.catalog import history
-    from nfvcat.cloud import upgrade
+    from nfvcat.cloud import release_images, upgrade
     from nfvcat.cloud.check import check_stack
     from nfvcat.cloud.connect import cloud_errors
     from nfvcat.cloud.stacks import Stacks, bundle
@@ -78,6 +79,8 @@ def run(args: argparse.Namespace) -> int:
         if to is None:
             raise UserError(f"{entry_name}: the catalog offers no version of it")
         target = history.resolve(root, f"{entry_name}@{to}", "heat")
+        image_dir, overrides = options.image_overrides(args)  # the target's images, on the cloud before Heat's
+        release_images.ensure(conn, root, target.meta, image_dir, overrides, say)  # preview (a dry run too)
         b = bundle(target.template, target.environments(args.environment))
         params, clear = upgrade.mapped_parameters(full, maps, dict(args.parameter),
                                                   b.template.get("parameters") or {})

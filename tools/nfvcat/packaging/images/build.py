@@ -17,10 +17,9 @@ Steps, none of which mounts anything (no loop devices, no root filesystem mounte
 4. ``sfdisk`` writes a GPT with fixed disk and partition GUIDs into a sparse file; the two filesystem images
    are copied in; ``qemu-img convert -c`` (in-order writes) makes the qcow2.
 
-The lock (every installed package version, the sha256 and size) is compared with the entry's: same
-packages must give the same sha256 (else the build is not reproducible: exit 2); other packages write a new
-lock and, when that version is already released, ask for a version bump (exit 2). Nothing is silently
-replaced. Images are cached by recipe and lock.
+The lock (every package version, sha256, size) is compared with the entry's: same packages must give the same
+sha256 (else the build is not reproducible: exit 2); other packages write a new lock and, when that version is
+released, ask for a version bump (exit 2). Images are cached by their inputs (builder, recipe, packages).
 """
 
 from __future__ import annotations
@@ -66,6 +65,8 @@ class Built:
     seconds: float | None  # None: from the cache
     lock_status: str  # new, reproduced, updated
     changes: list[str] = field(default_factory=list)  # package version changes against the old lock
+    source: str = "catalog"  # catalog: the committed lock's image; rebuild: from what the mirror serves now
+    lock_sha256: str | None = None  # the committed lock's sha256 (None: no lock)
 
 
 def cache_dir() -> Path:
@@ -103,7 +104,8 @@ def cached(recipe: Recipe) -> Built | None:
         return None
     if json.loads(meta.read_text()).get("sha256") != lock.sha256:
         return None
-    return Built(recipe, d / "disk.qcow2", d / "vmlinuz", d / "initrd.img", lock, None, "reproduced")
+    return Built(recipe, d / "disk.qcow2", d / "vmlinuz", d / "initrd.img", lock, None, "reproduced", [], "catalog",
+                 lock.sha256)
 
 
 def build(recipe: Recipe, say: Say, root: Path | None = None, force: bool = False) -> Built:

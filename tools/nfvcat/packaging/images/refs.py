@@ -218,11 +218,27 @@ def sync(root: Path, write: bool) -> list[Sync]:
     return out
 
 
-def glance_images(root: Path) -> list[dict[str, Any]]:
-    """Every image the catalog's entries reference, once per Glance name, as onboarding uploads it: the
-    image entry's Glance settings, its version and the sha256 and size from its lock (None when unbuilt)."""
+def glance_image(root: Path, ref: dict[str, Any], info: ImageLockInfo | None = None) -> dict[str, Any]:
+    """One image reference as onboarding uploads it: the Glance settings of its image entry under ``root``, its
+    version and the sha256 and size from its lock (None when that version was never built)."""
     from nfvcat.packaging.images import recipe
 
+    info = info or image_entries(root)[str(ref["image"])]
+    glance = recipe.load(info.image, root).glance
+    locked = info.sha256 if info.locked_version == info.version == str(ref.get("version")) else None
+    return {
+        "name": str(ref["name"]), "image": info.image, "version": info.version,
+        "file": f"{info.image}-{info.version}.qcow2",
+        "checksum": {"algorithm": "sha256", "value": locked}, "size": info.size if locked else None,
+        "disk_format": glance.get("disk_format", "qcow2"),
+        "container_format": glance.get("container_format", "bare"),
+        "min_disk": glance.get("min_disk", 0), "min_ram": glance.get("min_ram", 0),
+        "properties": dict(glance.get("properties") or {})}
+
+
+def glance_images(root: Path) -> list[dict[str, Any]]:
+    """Every image the catalog's entries reference, once per Glance name, as onboarding uploads it
+    (``glance_image``)."""
     images = image_entries(root)
     seen: dict[str, dict[str, Any]] = {}
     for d in CATALOG_DIRS:
@@ -232,14 +248,5 @@ def glance_images(root: Path) -> list[dict[str, Any]]:
                 if not isinstance(ref, dict) or str(ref.get("image")) not in images or str(ref.get("name")) in seen:
                     continue
                 info = images[str(ref["image"])]
-                glance = recipe.load(info.image, root).glance
-                locked = info.sha256 if info.locked_version == info.version else None
-                seen[str(ref["name"])] = {
-                    "name": str(ref["name"]), "image": info.image, "version": info.version,
-                    "file": f"{info.image}-{info.version}.qcow2",
-                    "checksum": {"algorithm": "sha256", "value": locked}, "size": info.size if locked else None,
-                    "disk_format": glance.get("disk_format", "qcow2"),
-                    "container_format": glance.get("container_format", "bare"),
-                    "min_disk": glance.get("min_disk", 0), "min_ram": glance.get("min_ram", 0),
-                    "properties": dict(glance.get("properties") or {})}
+                seen[str(ref["name"])] = glance_image(root, {**ref, "version": info.version}, info)
     return list(seen.values())

@@ -1,0 +1,74 @@
+"""The images a released version names, on the cloud before its stack: ``instantiate NAME@VERSION`` and
+``upgrade --to VERSION`` deploy that release's templates, whose image defaults are that release's Glance names
+(``nfvcat-vrouter-1.1.0``), which ``onboard`` (today's versions only) never uploads.
+
+Each image reference of the release's entry is resolved to that release of the image entry (``images/NAME`` at
+that version from git, checked against the release record), and its file obtained as onboarding does: the
+build of that release's lock, or a local rebuild when Debian's mirror moved on (the one rule of
+``nfvcat.packaging.images.obtain``), or ``--image-dir``/``--image``; verified, uploaded with its provenance.
+An image already in Glance under that name whose provenance names that lock's sha256 is used as it is.
+The user is told which image is needed and where it came from before Heat or Tacker is called.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from nfvcat.cloud import onboarding
+from nfvcat.cloud.connect import call
+
+
+@dataclass
+class Needed:
+    name: str  # Glance name
+    image: str  # image entry
+    version: str
+    source: str  # what the user is told: where the image came from
+    action: str  # present, create, replace, build (dry run)
+
+
+def _present(conn: Any, name: str, lock_sha: str) -> dict[str, Any] | None:
+    """The active Glance image of that name that is this lock's image (or a rebuild verified against it)."""
+    for i in call(conn.image, "GET", f"/images?name={name}", f"image {name}")["images"]:
+        if i.get("status") == "active" and lock_sha and i.get("nfvcat_lock_sha256") == lock_sha:
+            return dict(i)
+    return None
+
+
+def ensure(conn: Any, root: Path, meta: dict[str, Any] | None, image_dir: Path | None,
+           overrides: dict[str, Path], say: Any, dry_run: bool = False) -> list[Needed]:
+    """Every image ``meta`` (a released entry's entry.yaml) references, on the cloud (see the module doc)."""
+    from nfvcat.catalog import history
+    from nfvcat.packaging.images import refs
+
+    out = []
+    for ref in (meta or {}).get("images") or []:
+        if not isinstance(ref, dict) or not ref.get("image") or not ref.get("name"):
+            continue
+        image, version = str(ref["image"]), str(ref.get("version"))
+        tree = history.checkout(root, image, "image", version)
+        where = "the working tree" if tree == root.resolve() else f"the release record's git tree ({tree.name[:12]})"
+        img = refs.glance_image(tree, ref)
+        lock_sha = onboarding.locked_sha256(img)
+        have = _present(conn, str(ref["name"]), lock_sha)
+        if have is not None:
+            source = (f"in Glance already ({have.get('nfvcat_source')}, sha256 {have.get('nfvcat_sha256')}; "
+                      f"the lock's {lock_sha})")
+            out.append(Needed(str(ref["name"]), image, version, source, "present"))
+            say(f"image {ref['name']}: images/{image} {version}, {source}")
+            continue
+        say(f"image {ref['name']}: images/{image} {version} (from {where}) is not in Glance: obtaining it")
+        got = onboarding.prepare(img, tree, image_dir, overrides, dry_run, say)
+        if isinstance(got, onboarding.Action):
+            out.append(Needed(str(ref["name"]), image, version, got.detail, got.verb))
+            continue
+        _, f, digest = got
+        source = {"--image": f"--image {f.path}", "--image-dir": f"--image-dir {f.path}",
+                  "catalog": f"the build of its lock ({f.path})",
+                  "rebuild": f"a local rebuild from Debian's mirror of today ({f.path}, its record verified)"}[f.origin]
+        actions = onboarding.upload(conn, [got], dry_run, say)
+        out.append(Needed(str(ref["name"]), image, version, f"{source}, sha256 {digest}", actions[0].verb))
+        say(f"image {ref['name']}: images/{image} {version} from {source}, sha256 {digest}: {actions[0].verb}")
+    return out
