@@ -66,9 +66,11 @@ class Checker(CheckContext):
         cells = {c.id: c for c in spec.cells} if spec else {}
         all_vcpus = sorted(v for n in nodes for v in n.get("vcpu_set") or [])
         pins_all: dict[int, int] = {}
+        cell_pins: list[tuple[int, dict[int, int]]] = []
         for i, n in enumerate(nodes):
             pins = {int(k): int(v) for k, v in (n.get("cpu_pinning") or {}).items()}
             pins_all.update(pins)
+            cell_pins.append((int(n["host_node"]), pins))
             label = f"cell {i} -> host node {n['host_node']}"
             vcpus = set(n.get("vcpu_set") or [])
             if policy == "shared":
@@ -105,7 +107,7 @@ class Checker(CheckContext):
                      "; ".join(f"vCPUs {vs} on pCPU {p}" for p, vs in sorted(doubled.items())) or
                      f"{len(pins_all)} vCPUs on {len(pins_all)} pCPUs")
             cpu_sharing.exclusive(self, vnf, name, sid, host, specs, pins_all)
-            cpu_sharing.thread_policy(self, vnf, name, sid, host, specs, pins_all)
+            cpu_sharing.thread_policy(self, vnf, name, sid, host, specs, pins_all, cell_pins)
         self._pages(vnf, name, specs, topo)
         cpu_sharing.emulator(self, vnf, name, sid, host, specs, pins_all, host_nodes)
         return host_nodes
