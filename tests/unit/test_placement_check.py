@@ -17,7 +17,7 @@ import yaml
 from nfvcat.catalog import inventory
 from nfvcat.cloud import check as chk
 from nfvcat.cloud import verdicts as vd
-from nfvcat.cloud.hostaccess import HostCell, HostFacts, LibvirtXml, PciDevice
+from nfvcat.cloud.hostaccess import HostCell, HostFacts, HostPages, LibvirtXml, PciDevice
 from nfvcat_testbeds.devcloud.hostaccess import DevcloudState
 from tests.unit.cloudfake import connection
 
@@ -510,6 +510,25 @@ def test_thread_policy_isolate_as_nova_applies_it(mock: requests_mock.Mocker) ->
     assert found[("CPU thread policy", vd.FAIL)] == {"i"}
 
 
+REAL = "devcloud-real"  # a host the inventory does not list: its topology is the host's own
+
+
+def test_pinning_is_judged_on_the_hosts_own_topology(mock: requests_mock.Mocker) -> None:
+    srv = pinned("v", {0: 1}, host=REAL, specs={**DEDICATED, "hw:mem_page_size": "2MB"})
+    srv["topology"]["pagesize_kb"] = 2048
+    found = verdicts(mock, [srv])  # no source shows the host: unknown, never a pass
+    assert found[("CPU pinning", vd.UNKNOWN)] == {"v"} and "check --host-access" in detail("CPU pinning", vd.UNKNOWN)
+    own = Facts({"v": HostFacts(pinning={0: 1})}, {REAL: [HostCell(0, {1}, {0}, [{0}, {1}])]})
+    mock.reset()
+    found = verdicts(mock, [srv], access=own)
+    assert found[("CPU pinning", vd.PASS)] == {"v"} and ("CPU pinning", vd.UNKNOWN) not in found
+    assert "compute host's topology, from the test's records" in detail("CPU pinning", vd.PASS)
+    mock.reset()  # pinned on the host's shared CPU
+    found = verdicts(mock, [pinned("v", {0: 0}, host=REAL, specs=srv["specs"])], access=own)
+    assert found[("CPU pinning", vd.FAIL)] == {"v"} and "[0] not in the node's cpu_dedicated_set" in detail(
+        "CPU pinning", vd.FAIL)
+
+
 def test_devcloud_state_reads_novas_pci_requests_and_the_host_topology(tmp_path: Path) -> None:
     (tmp_path / "secrets.json").write_text(json.dumps({"db": "x"}))
     topo = {"nova_object.data": {"cells": [{"nova_object.data": {"cpu_pinning_raw": {"0": 2},
@@ -517,7 +536,10 @@ def test_devcloud_state_reads_novas_pci_requests_and_the_host_topology(tmp_path:
     requests = [{"count": 1, "spec": [{}], "alias_name": None, "request_id": "r-port", "requester_id": "p-1"},
                 {"count": 1, "spec": [{}], "alias_name": "qat-vf", "request_id": "r-qat", "requester_id": None}]
     host = {"nova_object.data": {"cells": [{"nova_object.data": {"id": 0, "cpuset": [0, 24], "pcpuset": [2, 26],
-                                                                 "siblings": [[0, 24], [2, 26]]}}]}}
+                                                                 "siblings": [[0, 24], [2, 26]], "memory": 4096,
+                                                                 "pinned_cpus": [2], "socket": 0, "mempages": [
+        {"nova_object.data": {"size_kb": 4, "total": 262144, "used": 0, "reserved": 0}},
+        {"nova_object.data": {"size_kb": 2048, "total": 640, "used": 512, "reserved": 0}}]}}]}}
     rows: dict[str, list[tuple[Any, ...]]] = {
         "SELECT numa_topology, pci_requests": [(json.dumps(topo), json.dumps(requests))],
         "SELECT address, numa_node": [("0000:3b:02.0", 0, "0000:3b:00.0", "r-port"),
@@ -533,7 +555,8 @@ def test_devcloud_state_reads_novas_pci_requests_and_the_host_topology(tmp_path:
     assert facts is not None and facts.pinning == {0: 2} and facts.emulator_pcpus == {6}
     assert facts.pci == [PciDevice("0000:3b:02.0", 0, "0000:3b:00.0", "p-1"),
                          PciDevice("0000:3d:02.0", 1, "0000:3d:00.0", None)]
-    assert state.cells("h") == [HostCell(0, {2, 26}, {0, 24}, [{0, 24}, {2, 26}])]
+    assert state.cells("h") == [HostCell(0, {2, 26}, {0, 24}, [{0, 24}, {2, 26}], 4096, [HostPages(2048, 640, 512)],
+                                         pinned={2}, socket=0)]
     assert state.source == "from Nova's records"
 
 

@@ -15,6 +15,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     sub.required = True
     c = sub.add_parser("collect", help="build an inventory from a running cloud (estimated NUMA layout)")
     options.add_cloud(c)
+    options.add_host_access(c)
     c.add_argument("-o", "--output", help="write here instead of stdout")
     c.set_defaults(func=collect)
     k = sub.add_parser("check", help="validate an inventory against its schema and Nova's object rules")
@@ -26,11 +27,12 @@ def collect(args: argparse.Namespace) -> int:
     import yaml
 
     from nfvcat.catalog import inventory
+    from nfvcat.cloud.hostaccess import open_access, reader
     from nfvcat.plan import collect as collector
 
-    data = collector.gather(args.os_cloud)
+    data, measured = collector.gather(args.os_cloud, reader(open_access(args.host_access)))
     inventory.from_data(data, "collected inventory")  # what we write must load
-    text = collector.HEADER + yaml.safe_dump(data, sort_keys=False, default_flow_style=None, width=110)
+    text = collector.header(data, measured) + yaml.safe_dump(data, sort_keys=False, default_flow_style=None, width=110)
     if args.output:
         try:
             with open(args.output, "w", encoding="utf-8") as f:
