@@ -66,6 +66,8 @@ class HostCell:
     pages: list[HostPages] = field(default_factory=list)  # huge pages (not the 4 KiB ones), per size
     pinned: set[int] = field(default_factory=set)  # pCPUs pinned guests hold now
     socket: int | None = None
+    cpu_usage: int = 0  # Nova's record: floating vCPUs of guests in the cell
+    memory_usage: int = 0  # MiB guests hold in the cell
 
 
 class HostAccess(Protocol):
@@ -245,8 +247,10 @@ def inventory_cells(cells: list[HostCell]) -> list[dict[str, Any]]:
                                 "memory_mb": c.memory_mb or 0,
                                 "hugepages": [{"size": f"{p.size_kb}K", "total": p.total, "reserved": p.reserved,
                                                "used": p.used} for p in c.pages if p.total]}
-        if c.pinned & c.dedicated:
-            cell["used"] = {"pinned_cpus": cpu_spec(c.pinned & c.dedicated)}
+        used = {k: v for k, v in (("pinned_cpus", cpu_spec(c.pinned & c.dedicated)), ("cpu_usage", c.cpu_usage),
+                                  ("memory_mb", c.memory_usage)) if v}
+        if used:
+            cell["used"] = used
         out.append(cell)
     return out
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 
 from nfvcat.commands import options
-from nfvcat.core.errors import EXIT_OK, UserError
+from nfvcat.core.errors import EXIT_ENGINE, EXIT_OK, UserError
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -27,10 +27,17 @@ def collect(args: argparse.Namespace) -> int:
     import yaml
 
     from nfvcat.catalog import inventory
+    from nfvcat.cloud import connect
+    from nfvcat.cloud.cloudfacts import CloudFacts
     from nfvcat.cloud.hostaccess import open_access, reader
     from nfvcat.plan import collect as collector
 
-    data, measured = collector.gather(args.os_cloud, reader(open_access(args.host_access)))
+    access = open_access(args.host_access)
+    got = CloudFacts(connect.connect(args.os_cloud), reader(access)).collected
+    if got is None:
+        raise UserError("inventory collect: the hypervisors or Placement's resource providers are hidden (needs "
+                        "admin), or no compute host is up and enabled", EXIT_ENGINE)
+    data, measured = got
     inventory.from_data(data, "collected inventory")  # what we write must load
     text = collector.header(data, measured) + yaml.safe_dump(data, sort_keys=False, default_flow_style=None, width=110)
     if args.output:

@@ -1,4 +1,5 @@
-"""An inventory from a running cloud, as far as the APIs tell (admin credentials needed).
+"""An inventory from a running cloud, as far as the APIs tell (admin credentials needed; the calls:
+:mod:`nfvcat.cloud.cloudfacts`).
 
 What the APIs give: hypervisors (cpu_info with sockets/cores/threads), placement inventories (VCPU, PCPU,
 MEMORY_MB with allocation ratios and reserved amounts) and traits, Neutron agents (OVS bridge_mappings and
@@ -13,10 +14,9 @@ in comments which hosts were estimated and what; edit those before trusting a pl
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from typing import Any
 
-from nfvcat.core.errors import EXIT_ENGINE, UserError
+from nfvcat.core.errors import UserError
 
 OVS_AGENT = "Open vSwitch agent"
 SRIOV_AGENT = "NIC Switch agent"
@@ -130,35 +130,3 @@ def build(hypervisors: list[dict[str, Any]], placement: dict[str, dict[str, Any]
             "description": "collected" + (f" (estimated NUMA layout: {len(estimated)} of {len(hosts)} hosts)"
                                           if estimated else " (NUMA layout read on every host)"),
             "hosts": hosts}
-
-
-def gather(cloud: str | None, read_host: Callable[[str], tuple[str, list[dict[str, Any]]] | None] | None = None
-           ) -> tuple[dict[str, Any], Measured]:  # pragma: no cover - needs a cloud
-    """The inventory and the hosts whose cells ``read_host`` (host access) gave."""
-    import openstack
-    from openstack import exceptions
-
-    try:
-        conn = openstack.connect(cloud=cloud)
-        hvs = [{"name": h.name, "host": (h.service_details or {}).get("host"), "cpu_info": h.cpu_info,
-                "vcpus": h.vcpus, "memory_mb": h.memory_size} for h in conn.compute.hypervisors(details=True)]
-        placement: dict[str, dict[str, Any]] = {}
-        for rp in conn.placement.resource_providers():
-            invs = {i.resource_class: {"total": i.total, "reserved": i.reserved,
-                                       "allocation_ratio": i.allocation_ratio}
-                    for i in conn.placement.resource_provider_inventories(rp)}
-            traits = conn.placement.get(f"/resource_providers/{rp.id}/traits", microversion="1.6").json()
-            placement[rp.name] = {"inventories": invs, "traits": traits.get("traits", [])}
-        agents = [{"host": a.host, "agent_type": a.agent_type, "configurations": a.configuration}
-                  for a in conn.network.agents()]
-    except exceptions.ForbiddenException as exc:
-        raise UserError(f"needs admin: {exc}", EXIT_ENGINE) from None
-    except exceptions.SDKException as exc:
-        raise UserError(f"cloud: {exc}", EXIT_ENGINE) from None
-    measured: Measured = {}
-    for hv in hvs:
-        name = str(hv["host"] or hv["name"])
-        got = read_host(name) if read_host else None
-        if got is not None:
-            measured[name] = got
-    return build(hvs, placement, agents, measured), measured

@@ -117,7 +117,8 @@ class DevcloudState:
                                                  int(pg.get("used") or 0), int(pg.get("reserved") or 0))
                                        for pg in pages if int(pg.get("size_kb") or 4) > 4],
                                 pinned={int(x) for x in c.get("pinned_cpus") or []},
-                                socket=int(c["socket"]) if c.get("socket") is not None else None))
+                                socket=int(c["socket"]) if c.get("socket") is not None else None,
+                                cpu_usage=int(c.get("cpu_usage") or 0), memory_usage=int(c.get("memory_usage") or 0)))
         return out
 
 
