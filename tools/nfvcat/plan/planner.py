@@ -211,9 +211,24 @@ class Planner:
         key = (id(d), group, policy)
         cached = self._explained.get(key)
         if cached is None or cached[0] != self.placed:  # nothing changed since: same reasons (count: N)
-            cached = self._explained[key] = (self.placed, [
-                (hs.name, reasons.diagnose(d, hs, self._group_reason(group, policy, hs))) for hs in self.hosts])
+            cached = self._explained[key] = (self.placed, self._diagnose_all(d, group, policy))
         return Failure(d.name, instance, list(cached[1]))
+
+    def _diagnose_all(self, d: demand_mod.Demand, group: str | None, policy: str | None) -> list[Any]:
+        """Each host's reason; hosts of one signature group (same state: same verdict from every filter and fit)
+        with the same server-group reason are diagnosed once."""
+        seen: dict[tuple[int, str | None], Any] = {}
+        out = []
+        for hs in self.hosts:
+            why = self._group_reason(group, policy, hs)
+            if self.host_order is None:
+                out.append((hs.name, reasons.diagnose(d, hs, why)))
+                continue
+            k = (self.host_order.group_of[hs.index].id, why)
+            if k not in seen:
+                seen[k] = reasons.diagnose(d, hs, why)
+            out.append((hs.name, seen[k]))
+        return out
 
     def _consume(self, d: demand_mod.Demand, hs: hoststate.HostState, fitted: Any, instance: str,
                  group: str | None) -> Placement:
