@@ -19,8 +19,9 @@ from tests.conftest import ROOT
 from tests.unit.cloudfake import HEAT, cloud  # noqa: F401 (the fake's fixture)
 
 PACKAGE = ROOT / "tools" / "nfvcat"
-WAITERS = [*sorted((PACKAGE / "cloud").glob("*.py")), PACKAGE / "lab" / "devcloud" / "bootstrap.py",
-           PACKAGE / "lab" / "devcloud" / "lifecycle.py", PACKAGE / "validation" / "client.py"]
+DEVCLOUD = ROOT / "tools" / "testbeds" / "nfvcat_testbeds" / "devcloud"
+WAITERS = [*sorted((PACKAGE / "cloud").glob("*.py")), DEVCLOUD / "bootstrap.py", DEVCLOUD / "lifecycle.py",
+           PACKAGE / "validation" / "client.py"]
 
 
 def test_polls_back_off_until_done() -> None:
