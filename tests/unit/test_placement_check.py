@@ -17,7 +17,7 @@ import yaml
 from nfvcat.catalog import inventory
 from nfvcat.cloud import check as chk
 from nfvcat.cloud import verdicts as vd
-from nfvcat.cloud.hostaccess import HostCell, HostFacts, LibvirtXml, PciDevice
+from nfvcat.cloud.hostaccess import HostCell, HostFacts, HostPages, LibvirtXml, PciDevice
 from nfvcat_testbeds.devcloud.hostaccess import DevcloudState
 from tests.unit.cloudfake import connection
 
@@ -451,19 +451,82 @@ def test_thread_policy_require_needs_sibling_pairs(mock: requests_mock.Mocker) -
     assert ("CPU thread policy", vd.PASS) in found  # the inventory's map still has the pairs
 
 
-def test_thread_policy_isolate_needs_idle_siblings(mock: requests_mock.Mocker) -> None:
-    iso = pinned("i", {0: 2, 1: 3}, specs=ISOLATE)
-    found = verdicts(mock, [iso])
+PREFER = {**DEDICATED, "hw:cpu_thread_policy": "prefer"}
+
+
+def test_thread_policy_require_packs_consecutive_vcpus_onto_siblings(mock: requests_mock.Mocker) -> None:
+    # each vCPU alone on a core whose sibling (18-21) is free: Nova's require never does that
+    found = verdicts(mock, [pinned("a", {0: 2, 1: 3, 2: 4, 3: 5}, specs=REQUIRE)])
+    assert failed(found) == {"CPU thread policy"}
+    text = detail("CPU thread policy", vd.FAIL)
+    assert "vCPU 0 on pCPU 2 (its sibling(s) [18]" in text and "vCPU 3 on pCPU 5" in text
+    mock.reset()  # pairs on cores, but vCPUs 0 and 2 on one core, 1 and 3 on the other: not Nova's order
+    found = verdicts(mock, [pinned("a", {0: 2, 1: 3, 2: 18, 3: 19}, specs=REQUIRE)])
+    assert failed(found) == {"CPU thread policy"}
+    assert "vCPUs [0, 1] (pCPUs [2, 3]) on 2 cores" in detail("CPU thread policy", vd.FAIL)
+    mock.reset()  # an odd count: the last vCPU alone on the last core, as Nova packs it
+    found = verdicts(mock, [pinned("a", {0: 2, 1: 18, 2: 3}, specs=REQUIRE)])
     assert failed(found) == set() and ("CPU thread policy", vd.PASS) in found
-    mock.reset()  # another instance on the sibling of pCPU 2 (18)
-    found = verdicts(mock, [iso, pinned("o", {0: 18, 1: 20})])
-    assert failed(found) == {"CPU thread policy"} and found[("CPU thread policy", vd.FAIL)] == {"i"}
-    mock.reset()  # its own second vCPU on the sibling
-    assert failed(verdicts(mock, [pinned("i", {0: 2, 1: 18}, specs=ISOLATE)])) == {"CPU thread policy"}
+
+
+def test_thread_policy_prefer_keeps_each_cores_vcpus_consecutive(mock: requests_mock.Mocker) -> None:
+    for pins in ({0: 2, 1: 18, 2: 3, 3: 19}, {0: 2, 1: 3, 2: 4, 3: 5}):
+        mock.reset()
+        found = verdicts(mock, [pinned("a", pins, specs=PREFER)])
+        assert failed(found) == set() and ("CPU thread policy", vd.PASS) in found, pins
+    mock.reset()
+    found = verdicts(mock, [pinned("a", {0: 2, 1: 3, 2: 18, 3: 19}, specs=PREFER)])
+    assert failed(found) == {"CPU thread policy"}
+    assert "vCPUs [0, 2] (pCPUs [2, 18]) share a core but are not consecutive" in detail("CPU thread policy",
+                                                                                         vd.FAIL)
+
+
+LEGACY = "legacy-host"  # vcpu_pin_set: Nova's cpuset and pcpuset equal
+LEGACY_CELLS = [HostCell(0, set(range(2, 8)) | set(range(18, 24)), set(range(2, 8)) | set(range(18, 24)),
+                         [{c, c + 16} for c in range(16)])]
+
+
+def test_thread_policy_isolate_as_nova_applies_it(mock: requests_mock.Mocker) -> None:
+    # a host with SMT and cpu_dedicated_set: Nova never places isolate there, idle siblings or not
+    found = verdicts(mock, [pinned("i", {0: 2, 1: 3}, specs=ISOLATE)])
+    assert failed(found) == {"CPU thread policy"}
+    assert "vCPU 0 on pCPU 2 (siblings [18])" in detail("CPU thread policy", vd.FAIL)
     mock.reset()  # no SMT: no sibling to be busy
     found = verdicts(mock, [pinned("i", {0: 2, 1: 3}, host=NOSMT, specs=ISOLATE),
                             pinned("o", {0: 4, 1: 5}, host=NOSMT)])
     assert failed(found) == set() and ("CPU thread policy", vd.PASS) in found
+    # legacy vcpu_pin_set (the host's own topology): the siblings of its pCPUs must stay idle
+    access = Facts({"i": HostFacts(), "o": HostFacts()}, {LEGACY: LEGACY_CELLS})
+    mock.reset()
+    found = verdicts(mock, [pinned("i", {0: 2, 1: 3}, host=LEGACY, specs=ISOLATE)], access=access)
+    assert ("CPU thread policy", vd.PASS) in found and "CPU thread policy" not in failed(found)
+    mock.reset()  # another instance on the sibling of pCPU 2 (18)
+    found = verdicts(mock, [pinned("i", {0: 2, 1: 3}, host=LEGACY, specs=ISOLATE),
+                            pinned("o", {0: 18, 1: 20}, host=LEGACY)], access=access)
+    assert found[("CPU thread policy", vd.FAIL)] == {"i"}
+    assert "pCPU 2's sibling 18: server o's vCPUs" in detail("CPU thread policy", vd.FAIL)
+    mock.reset()  # its own second vCPU on the sibling
+    found = verdicts(mock, [pinned("i", {0: 2, 1: 18}, host=LEGACY, specs=ISOLATE)], access=access)
+    assert found[("CPU thread policy", vd.FAIL)] == {"i"}
+
+
+REAL = "devcloud-real"  # a host the inventory does not list: its topology is the host's own
+
+
+def test_pinning_is_judged_on_the_hosts_own_topology(mock: requests_mock.Mocker) -> None:
+    srv = pinned("v", {0: 1}, host=REAL, specs={**DEDICATED, "hw:mem_page_size": "2MB"})
+    srv["topology"]["pagesize_kb"] = 2048
+    found = verdicts(mock, [srv])  # no source shows the host: unknown, never a pass
+    assert found[("CPU pinning", vd.UNKNOWN)] == {"v"} and "check --host-access" in detail("CPU pinning", vd.UNKNOWN)
+    own = Facts({"v": HostFacts(pinning={0: 1})}, {REAL: [HostCell(0, {1}, {0}, [{0}, {1}])]})
+    mock.reset()
+    found = verdicts(mock, [srv], access=own)
+    assert found[("CPU pinning", vd.PASS)] == {"v"} and ("CPU pinning", vd.UNKNOWN) not in found
+    assert "compute host's topology, from the test's records" in detail("CPU pinning", vd.PASS)
+    mock.reset()  # pinned on the host's shared CPU
+    found = verdicts(mock, [pinned("v", {0: 0}, host=REAL, specs=srv["specs"])], access=own)
+    assert found[("CPU pinning", vd.FAIL)] == {"v"} and "[0] not in the node's cpu_dedicated_set" in detail(
+        "CPU pinning", vd.FAIL)
 
 
 def test_devcloud_state_reads_novas_pci_requests_and_the_host_topology(tmp_path: Path) -> None:
@@ -473,7 +536,10 @@ def test_devcloud_state_reads_novas_pci_requests_and_the_host_topology(tmp_path:
     requests = [{"count": 1, "spec": [{}], "alias_name": None, "request_id": "r-port", "requester_id": "p-1"},
                 {"count": 1, "spec": [{}], "alias_name": "qat-vf", "request_id": "r-qat", "requester_id": None}]
     host = {"nova_object.data": {"cells": [{"nova_object.data": {"id": 0, "cpuset": [0, 24], "pcpuset": [2, 26],
-                                                                 "siblings": [[0, 24], [2, 26]]}}]}}
+                                                                 "siblings": [[0, 24], [2, 26]], "memory": 4096,
+                                                                 "pinned_cpus": [2], "socket": 0, "mempages": [
+        {"nova_object.data": {"size_kb": 4, "total": 262144, "used": 0, "reserved": 0}},
+        {"nova_object.data": {"size_kb": 2048, "total": 640, "used": 512, "reserved": 0}}]}}]}}
     rows: dict[str, list[tuple[Any, ...]]] = {
         "SELECT numa_topology, pci_requests": [(json.dumps(topo), json.dumps(requests))],
         "SELECT address, numa_node": [("0000:3b:02.0", 0, "0000:3b:00.0", "r-port"),
@@ -489,7 +555,8 @@ def test_devcloud_state_reads_novas_pci_requests_and_the_host_topology(tmp_path:
     assert facts is not None and facts.pinning == {0: 2} and facts.emulator_pcpus == {6}
     assert facts.pci == [PciDevice("0000:3b:02.0", 0, "0000:3b:00.0", "p-1"),
                          PciDevice("0000:3d:02.0", 1, "0000:3d:00.0", None)]
-    assert state.cells("h") == [HostCell(0, {2, 26}, {0, 24}, [{0, 24}, {2, 26}])]
+    assert state.cells("h") == [HostCell(0, {2, 26}, {0, 24}, [{0, 24}, {2, 26}], 4096, [HostPages(2048, 640, 512)],
+                                         pinned={2}, socket=0)]
     assert state.source == "from Nova's records"
 
 

@@ -135,6 +135,22 @@ def parse_cpu_spec(spec: Any) -> set[int]:
     return wanted - unwanted
 
 
+def cpu_spec(cpus: set[int] | list[int]) -> str:
+    """{0, 1, 3, 8} -> '0-1,3,8' (Nova's syntax, parse_cpu_spec's inverse)."""
+    out: list[str] = []
+    for c in sorted(set(cpus)):
+        if out and _last(out[-1]) == c - 1:
+            first = out[-1].split("-")[0]
+            out[-1] = f"{first}-{c}"
+        else:
+            out.append(str(c))
+    return ",".join(out)
+
+
+def _last(part: str) -> int:
+    return int(part.split("-")[-1])
+
+
 def schema() -> dict[str, Any]:
     text = resources.files("nfvcat").joinpath("data/schemas/inventory.schema.json").read_text()
     return dict(json.loads(text))

@@ -14,9 +14,10 @@ knows no dev cloud.
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from nfvcat.core.errors import UserError
 
@@ -46,12 +47,27 @@ class HostFacts:
 
 
 @dataclass
+class HostPages:
+    """Huge pages of one size in a host cell (Nova's NUMAPagesTopology)."""
+    size_kb: int
+    total: int
+    used: int = 0
+    reserved: int = 0
+
+
+@dataclass
 class HostCell:
     """A NUMA cell of a compute host as the host reports it (Nova's NUMACell)."""
     id: int
     dedicated: set[int]  # pcpuset: [compute] cpu_dedicated_set
     shared: set[int]  # cpuset: [compute] cpu_shared_set
     siblings: list[set[int]]  # the threads of each core
+    memory_mb: int | None = None  # None: the source does not say
+    pages: list[HostPages] = field(default_factory=list)  # huge pages (not the 4 KiB ones), per size
+    pinned: set[int] = field(default_factory=set)  # pCPUs pinned guests hold now
+    socket: int | None = None
+    cpu_usage: int = 0  # Nova's record: floating vCPUs of guests in the cell
+    memory_usage: int = 0  # MiB guests hold in the cell
 
 
 class HostAccess(Protocol):
@@ -87,7 +103,10 @@ def _cpus(text: str) -> set[int]:
 
 
 class LibvirtXml:
-    """Domain XML files named <instance uuid>.xml (or <libvirt domain name>.xml) in one directory."""
+    """Domain XML files named <instance uuid>.xml (or <libvirt domain name>.xml) in one directory; a host's own
+    topology from ``<host>.capabilities.xml`` (``virsh capabilities``: NUMA cells, thread siblings, huge pages per
+    size and cell) with its CPU sets from ``<host>.nova.conf`` (``[compute] cpu_dedicated_set`` and
+    ``cpu_shared_set``, or the legacy ``[DEFAULT] vcpu_pin_set``)."""
 
     def __init__(self, directory: Path) -> None:
         if not directory.is_dir():
@@ -95,6 +114,7 @@ class LibvirtXml:
         self.dir = directory
         self.name = f"libvirt XML in {directory}"
         self.source = "from the guest's libvirt domain XML"
+        self.topology_source = "from the host's libvirt capabilities and nova.conf"
 
     def facts(self, server_id: str, host: str | None) -> HostFacts | None:
         path = self.dir / f"{server_id}.xml"
@@ -115,8 +135,124 @@ class LibvirtXml:
         return domain_facts(root)
 
     def cells(self, host: str) -> list[HostCell] | None:
-        """A domain XML does not describe its host."""
-        return None
+        """The host's cells from its capabilities and nova.conf; None when either file is missing (the CPU sets
+        are nova.conf's: libvirt does not know them)."""
+        caps, conf = self.dir / f"{host}.capabilities.xml", self.dir / f"{host}.nova.conf"
+        if not (caps.is_file() and conf.is_file()):
+            return None
+        try:
+            root = ET.fromstring(bounded_read(caps))
+        except ET.ParseError as exc:
+            raise UserError(f"{caps}: not libvirt capabilities XML: {exc}") from None
+        dedicated, shared = nova_cpu_sets(bounded_read(conf), str(conf))
+        return capabilities_cells(root, dedicated, shared, str(caps))
+
+
+MAX_HOST_FILE = 8 << 20  # a capabilities XML or nova.conf larger than this is not one
+
+
+def bounded_read(path: Path) -> str:
+    """A regular file's text, at most MAX_HOST_FILE bytes (a FIFO or device is refused)."""
+    if not path.is_file():
+        raise UserError(f"{path}: not a regular file")
+    with path.open("rb") as f:
+        data = f.read(MAX_HOST_FILE + 1)
+    if len(data) > MAX_HOST_FILE:
+        raise UserError(f"{path}: larger than {MAX_HOST_FILE >> 20} MiB")
+    return data.decode("utf-8", errors="replace")
+
+
+def nova_cpu_sets(text: str, where: str) -> tuple[set[int] | None, set[int] | None]:
+    """nova.conf's (cpu_dedicated_set, cpu_shared_set); with the legacy ``vcpu_pin_set`` both are that set (Nova's
+    libvirt driver reports pcpuset = cpuset then). None: not set."""
+    import configparser
+
+    parser = configparser.ConfigParser(interpolation=None, strict=False)
+    try:
+        parser.read_string(text, source=where)
+    except configparser.Error as exc:
+        raise UserError(f"{where}: not an INI file: {str(exc).splitlines()[0]}") from None
+
+    def get(section: str, key: str) -> set[int] | None:
+        raw = parser.get(section, key, fallback="").strip() if parser.has_section(section) or section == "DEFAULT" \
+            else ""
+        if not raw:
+            return None
+        try:
+            return _cpus(raw)
+        except ValueError as exc:
+            raise UserError(f"{where}: [{section}] {key}: {exc}") from None
+
+    dedicated, shared = get("compute", "cpu_dedicated_set"), get("compute", "cpu_shared_set")
+    legacy = get("DEFAULT", "vcpu_pin_set")
+    if dedicated is None and legacy is not None:
+        return legacy, legacy
+    return dedicated, shared
+
+
+def capabilities_cells(root: ET.Element, dedicated: set[int] | None, shared: set[int] | None,
+                       where: str) -> list[HostCell]:
+    """The NUMA cells of a libvirt capabilities document (``<host><topology><cells>``), each cell's CPUs split
+    by nova.conf's sets as Nova's libvirt driver does (a CPU in neither set is the host's own); no set at all:
+    every CPU shared, as Nova's driver then reports them."""
+    out = []
+    for cell in root.findall("./host/topology/cells/cell"):
+        try:
+            cid = int(cell.get("id", ""))
+            cpus = {int(c.get("id", "")) for c in cell.findall("./cpus/cpu")}
+            siblings: list[set[int]] = []
+            for c in cell.findall("./cpus/cpu"):
+                core = _cpus(c.get("siblings") or c.get("id") or "") & cpus
+                if core and core not in siblings:
+                    siblings.append(core)
+            mem = cell.find("./memory")
+            memory_mb = _kib(mem) // 1024 if mem is not None else None
+            pages = [HostPages(_page_kib(pg), int((pg.text or "0").strip())) for pg in cell.findall("./pages")]
+            sockets = {c.get("socket_id") for c in cell.findall("./cpus/cpu")}
+        except ValueError as exc:
+            raise UserError(f"{where}: cell {cell.get('id')}: {exc}") from None
+        own_dedicated = cpus & dedicated if dedicated is not None else set()
+        own_shared = cpus & shared if shared is not None else (set() if dedicated is not None else cpus)
+        out.append(HostCell(cid, own_dedicated, own_shared, siblings, memory_mb,
+                            [p for p in pages if p.size_kb > 4], socket=int(next(iter(sockets)) or 0)
+                            if len(sockets) == 1 and None not in sockets else None))
+    if not out:
+        raise UserError(f"{where}: no <host><topology><cells><cell> (not `virsh capabilities` output)")
+    return out
+
+
+def _kib(el: ET.Element) -> int:
+    unit = el.get("unit", "KiB").lower()
+    return int((el.text or "0").strip()) * {"kib": 1, "k": 1, "mib": 1024, "m": 1024, "gib": 1 << 20,
+                                               "g": 1 << 20, "b": 0}.get(unit, 1)
+
+
+def _page_kib(el: ET.Element) -> int:
+    size = int(el.get("size", "0"))
+    return size * {"kib": 1, "k": 1, "mib": 1024, "m": 1024, "gib": 1 << 20, "g": 1 << 20}.get(
+        el.get("unit", "KiB").lower(), 1)
+
+
+def inventory_cells(cells: list[HostCell]) -> list[dict[str, Any]]:
+    """A host's cells as ``nfvcat plan``'s inventory writes them (numa_cells), with what Nova's record says is
+    used now (pinned pCPUs, huge pages in use)."""
+    from nfvcat.catalog.inventory import cpu_spec
+
+    out = []
+    for c in cells:
+        cpus = c.dedicated | c.shared
+        cell: dict[str, Any] = {"id": c.id, "socket": c.socket, "cpu_shared_set": cpu_spec(c.shared),
+                                "cpu_dedicated_set": cpu_spec(c.dedicated),
+                                "siblings": [cpu_spec(s & cpus) for s in c.siblings if s & cpus],
+                                "memory_mb": c.memory_mb or 0,
+                                "hugepages": [{"size": f"{p.size_kb}K", "total": p.total, "reserved": p.reserved,
+                                               "used": p.used} for p in c.pages if p.total]}
+        used = {k: v for k, v in (("pinned_cpus", cpu_spec(c.pinned & c.dedicated)), ("cpu_usage", c.cpu_usage),
+                                  ("memory_mb", c.memory_usage)) if v}
+        if used:
+            cell["used"] = used
+        out.append(cell)
+    return out
 
 
 def domain_facts(root: ET.Element) -> HostFacts:
@@ -197,3 +333,17 @@ def open_access(spec: str | None) -> HostAccess | None:
         raise UserError(f"--host-access {spec}: no such directory of libvirt domain XML"
                         + (f", nor a source an installed plugin offers ({', '.join(offered)})" if offered else ""))
     return LibvirtXml(Path(spec))
+
+
+def reader(access: HostAccess | None) -> Callable[[str], tuple[str, list[dict[str, Any]]] | None] | None:
+    """What ``inventory collect`` and ``preflight`` read of a host through ``access``: (source, its inventory
+    cells), None where the access does not know the host."""
+    if access is None:
+        return None
+
+    def read(host: str) -> tuple[str, list[dict[str, Any]]] | None:
+        cells = access.cells(host)
+        source = getattr(access, "topology_source", access.source)
+        return None if cells is None else (f"read {source} ({access.name})", inventory_cells(cells))
+
+    return read

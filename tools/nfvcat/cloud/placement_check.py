@@ -62,13 +62,13 @@ class Checker(CheckContext):
             self.add(vnf, name, "host NUMA node / pinning", ADMIN, "host_node and cpu_pinning are admin-only")
             return None
         host_nodes = [int(n["host_node"]) for n in nodes]
-        spec = self.hosts.get(host or "")
-        cells = {c.id: c for c in spec.cells} if spec else {}
         all_vcpus = sorted(v for n in nodes for v in n.get("vcpu_set") or [])
         pins_all: dict[int, int] = {}
+        cell_pins: list[tuple[int, dict[int, int]]] = []
         for i, n in enumerate(nodes):
             pins = {int(k): int(v) for k, v in (n.get("cpu_pinning") or {}).items()}
             pins_all.update(pins)
+            cell_pins.append((int(n["host_node"]), pins))
             label = f"cell {i} -> host node {n['host_node']}"
             vcpus = set(n.get("vcpu_set") or [])
             if policy == "shared":
@@ -88,16 +88,22 @@ class Checker(CheckContext):
             if missing and policy == "dedicated":
                 self.add(vnf, name, "CPU pinning", FAIL, f"{label}: vCPUs {missing} not pinned")
                 continue
-            cell = cells.get(int(n["host_node"]))
-            if cell is None:
-                self.add(vnf, name, "CPU pinning", UNKNOWN, f"{label}: host {host} (node {n['host_node']}) not in "
-                         "the inventory")
+            maps = self.cpu_maps(host)
+            if not maps:
+                self.add(vnf, name, "CPU pinning", UNKNOWN, f"{label}: no source shows host {host}'s CPU sets (not "
+                         "in the inventory" + ("" if self.access else "; check --host-access: the host's own") + ")")
                 continue
-            outside = sorted(set(pins.values()) - cell.dedicated)
-            self.add(vnf, name, "CPU pinning", FAIL if outside else PASS,
-                     f"{label}: pCPUs {sorted(pins.values())}" +
-                     (f", {outside} not in the node's cpu_dedicated_set" if outside else
-                      " in the node's cpu_dedicated_set"))
+            for m in maps:
+                dedicated = m.dedicated.get(int(n["host_node"]))
+                if dedicated is None:
+                    self.add(vnf, name, "CPU pinning", FAIL, f"{label}: the host has no node {n['host_node']} "
+                             f"({m.source})")
+                    continue
+                outside = sorted(set(pins.values()) - dedicated)
+                self.add(vnf, name, "CPU pinning", FAIL if outside else PASS,
+                         f"{label}: pCPUs {sorted(pins.values())}" +
+                         (f", {outside} not in the node's cpu_dedicated_set" if outside else
+                          " in the node's cpu_dedicated_set") + f" ({m.source})")
         if pins_all:
             doubled = {p: sorted(v for v, q in pins_all.items() if q == p) for p in set(pins_all.values())}
             doubled = {p: vs for p, vs in doubled.items() if len(vs) > 1}
@@ -105,7 +111,7 @@ class Checker(CheckContext):
                      "; ".join(f"vCPUs {vs} on pCPU {p}" for p, vs in sorted(doubled.items())) or
                      f"{len(pins_all)} vCPUs on {len(pins_all)} pCPUs")
             cpu_sharing.exclusive(self, vnf, name, sid, host, specs, pins_all)
-            cpu_sharing.thread_policy(self, vnf, name, sid, host, specs, pins_all)
+            cpu_sharing.thread_policy(self, vnf, name, sid, host, specs, pins_all, cell_pins)
         self._pages(vnf, name, specs, topo)
         cpu_sharing.emulator(self, vnf, name, sid, host, specs, pins_all, host_nodes)
         return host_nodes

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 
 from nfvcat.commands import options
-from nfvcat.core.errors import EXIT_OK, UserError
+from nfvcat.core.errors import EXIT_ENGINE, EXIT_OK, UserError
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -15,6 +15,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     sub.required = True
     c = sub.add_parser("collect", help="build an inventory from a running cloud (estimated NUMA layout)")
     options.add_cloud(c)
+    options.add_host_access(c)
     c.add_argument("-o", "--output", help="write here instead of stdout")
     c.set_defaults(func=collect)
     k = sub.add_parser("check", help="validate an inventory against its schema and Nova's object rules")
@@ -26,11 +27,19 @@ def collect(args: argparse.Namespace) -> int:
     import yaml
 
     from nfvcat.catalog import inventory
+    from nfvcat.cloud import connect
+    from nfvcat.cloud.cloudfacts import CloudFacts
+    from nfvcat.cloud.hostaccess import open_access, reader
     from nfvcat.plan import collect as collector
 
-    data = collector.gather(args.os_cloud)
+    access = open_access(args.host_access)
+    got = CloudFacts(connect.connect(args.os_cloud), reader(access)).collected
+    if got is None:
+        raise UserError("inventory collect: the hypervisors or Placement's resource providers are hidden (needs "
+                        "admin), or no compute host is up and enabled", EXIT_ENGINE)
+    data, measured = got
     inventory.from_data(data, "collected inventory")  # what we write must load
-    text = collector.HEADER + yaml.safe_dump(data, sort_keys=False, default_flow_style=None, width=110)
+    text = collector.header(data, measured) + yaml.safe_dump(data, sort_keys=False, default_flow_style=None, width=110)
     if args.output:
         try:
             with open(args.output, "w", encoding="utf-8") as f:

@@ -102,7 +102,7 @@ def _chain(args: argparse.Namespace) -> Any:
     if isinstance(data, dict) and "heat_template_version" in data:
         params: dict[str, Any] = {}
         for env in found.environments(args.environment):  # files, or the entry's examples by name (-e sriov)
-            params.update(_env_parameters(str(env)))
+            params.update(hot_reader.environment_parameters(str(env)))
         params.update(dict(args.parameter))
         root = catalog.find_root()
         networks = catalog.provider_networks(root, _read_yaml)
@@ -116,20 +116,6 @@ def _read_yaml(path: Any) -> Any:
             return yamlpos.load(f.read(yamlpos.MAX_BYTES + 1))[0]
     except (OSError, UnicodeDecodeError, yamlpos.DocumentError):
         return None
-
-
-def _env_parameters(path: str) -> dict[str, Any]:
-    try:
-        with open(path, encoding="utf-8") as f:
-            data = yamlpos.load(f.read(yamlpos.MAX_BYTES + 1))[0]
-    except OSError as exc:
-        raise UserError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    except (UnicodeDecodeError, yamlpos.DocumentError) as exc:
-        raise UserError(f"{path}: not a Heat environment: {getattr(exc, 'message', exc)}") from None
-    params = data.get("parameters") if isinstance(data, dict) else None
-    if not isinstance(params, dict):
-        raise UserError(f"{path}: not a Heat environment with parameters")
-    return params
 
 
 def run(args: argparse.Namespace) -> int:

@@ -1,11 +1,14 @@
-"""An inventory from a running cloud, as far as the APIs tell (admin credentials needed).
+"""An inventory from a running cloud, as far as the APIs tell (admin credentials needed; the calls:
+:mod:`nfvcat.cloud.cloudfacts`).
 
 What the APIs give: hypervisors (cpu_info with sockets/cores/threads), placement inventories (VCPU, PCPU,
 MEMORY_MB with allocation ratios and reserved amounts) and traits, Neutron agents (OVS bridge_mappings and
 datapath_type, tunnel types; SR-IOV agent device_mappings and VF counts). What they do not give: the NUMA
 layout (cells are estimated one per socket, CPUs and memory split evenly, CPU numbers synthetic), huge pages,
-PCI addresses and NUMA nodes of NICs (devices get synthetic addresses and ``numa_node: null``). The output
-says so in comments; edit it before trusting a plan made with it.
+PCI addresses and NUMA nodes of NICs (devices get synthetic addresses and ``numa_node: null``). With host access
+(``measured``: a host's own cells, from libvirt's capabilities and nova.conf or Nova's compute_nodes record), a
+host's NUMA cells, thread siblings, huge pages and pinned pCPUs are the host's, not estimated. The output says
+in comments which hosts were estimated and what; edit those before trusting a plan made with it.
 """
 
 from __future__ import annotations
@@ -13,16 +16,35 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from nfvcat.core.errors import EXIT_ENGINE, UserError
+from nfvcat.core.errors import UserError
 
 OVS_AGENT = "Open vSwitch agent"
 SRIOV_AGENT = "NIC Switch agent"
-HEADER = """# Collected by `nfvcat inventory collect`. ESTIMATED, edit before use:
-# - NUMA cells: one per socket from cpu_info; PCPU/VCPU counts and memory split evenly; CPU numbers synthetic
+ESTIMATED = """# - NUMA cells: one per socket from cpu_info; PCPU/VCPU counts and memory split evenly;
+#   CPU numbers synthetic
 # - huge pages: not visible through the APIs (none listed)
-# - SR-IOV NICs: one PF per device_mappings interface, synthetic PCI address, VFs from the agent's count,
+"""
+DEVICES = """# - SR-IOV NICs: one PF per device_mappings interface, synthetic PCI address, VFs from the agent's count,
 #   numa_node unknown (null)
 """
+# a host's cells as its host access read them: (source, inventory numa_cells)
+Measured = dict[str, tuple[str, list[dict[str, Any]]]]
+
+
+def header(data: dict[str, Any], measured: Measured | None = None) -> str:
+    """What the collected inventory says of itself: which hosts' cells were read from the host, which estimated."""
+    measured = measured or {}
+    names = [h["name"] for h in data["hosts"]]
+    estimated = [n for n in names if n not in measured]
+    out = "# Collected by `nfvcat inventory collect`.\n"
+    for n in names:
+        if n in measured:
+            out += f"# - host {n}: NUMA cells, thread siblings, huge pages and pinned pCPUs {measured[n][0]}\n"
+    if estimated:
+        out += f"# ESTIMATED, edit before use: host(s) {', '.join(estimated)}\n" + ESTIMATED
+    if any(h.get("pci_devices") for h in data["hosts"]):
+        out += DEVICES
+    return out
 
 
 def _cpu_topology(cpu_info: Any) -> tuple[int, int]:
@@ -57,9 +79,9 @@ def _spec(cpus: list[int]) -> str:
 
 
 def build(hypervisors: list[dict[str, Any]], placement: dict[str, dict[str, Any]],
-          agents: list[dict[str, Any]]) -> dict[str, Any]:
+          agents: list[dict[str, Any]], measured: Measured | None = None) -> dict[str, Any]:
     """hypervisors: {name, host, cpu_info, vcpus, memory_mb}; placement: name -> {inventories, traits};
-    agents: {host, agent_type, configurations}."""
+    agents: {host, agent_type, configurations}; measured: host -> (source, numa_cells) read on the host."""
     hosts = []
     for hv in sorted(hypervisors, key=lambda h: h["name"]):
         rp = placement.get(hv["name"], {})
@@ -76,6 +98,8 @@ def build(hypervisors: list[dict[str, Any]], placement: dict[str, dict[str, Any]
             "traits": sorted(rp.get("traits", [])),
             "numa_cells": _cells(sockets, threads, n_p, n_s, int(mem.get("total") or hv.get("memory_mb") or 1)),
         }
+        if host["name"] in (measured or {}):
+            host["numa_cells"] = (measured or {})[host["name"]][1]
         devices: list[dict[str, Any]] = []
         for agent in agents:
             if agent.get("host") != host["name"]:
@@ -101,29 +125,8 @@ def build(hypervisors: list[dict[str, Any]], placement: dict[str, dict[str, Any]
         hosts.append(host)
     if not hosts:
         raise UserError("the cloud lists no hypervisors")
-    return {"kind": "nfvcat/inventory", "version": 1, "description": "collected (estimated NUMA layout)",
+    estimated = [h["name"] for h in hosts if h["name"] not in (measured or {})]
+    return {"kind": "nfvcat/inventory", "version": 1,
+            "description": "collected" + (f" (estimated NUMA layout: {len(estimated)} of {len(hosts)} hosts)"
+                                          if estimated else " (NUMA layout read on every host)"),
             "hosts": hosts}
-
-
-def gather(cloud: str | None) -> dict[str, Any]:  # pragma: no cover - needs a cloud
-    import openstack
-    from openstack import exceptions
-
-    try:
-        conn = openstack.connect(cloud=cloud)
-        hvs = [{"name": h.name, "host": (h.service_details or {}).get("host"), "cpu_info": h.cpu_info,
-                "vcpus": h.vcpus, "memory_mb": h.memory_size} for h in conn.compute.hypervisors(details=True)]
-        placement: dict[str, dict[str, Any]] = {}
-        for rp in conn.placement.resource_providers():
-            invs = {i.resource_class: {"total": i.total, "reserved": i.reserved,
-                                       "allocation_ratio": i.allocation_ratio}
-                    for i in conn.placement.resource_provider_inventories(rp)}
-            traits = conn.placement.get(f"/resource_providers/{rp.id}/traits", microversion="1.6").json()
-            placement[rp.name] = {"inventories": invs, "traits": traits.get("traits", [])}
-        agents = [{"host": a.host, "agent_type": a.agent_type, "configurations": a.configuration}
-                  for a in conn.network.agents()]
-    except exceptions.ForbiddenException as exc:
-        raise UserError(f"needs admin: {exc}", EXIT_ENGINE) from None
-    except exceptions.SDKException as exc:
-        raise UserError(f"cloud: {exc}", EXIT_ENGINE) from None
-    return build(hvs, placement, agents)

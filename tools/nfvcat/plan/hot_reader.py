@@ -106,3 +106,18 @@ def _servers(path: str, data: Any, params: dict[str, Any], flavor_dirs: list[str
                             f"{getattr(exc, 'message', exc)}") from None
         _servers(child_path, child, hot.child_parameters(data, properties, params), flavor_dirs, networks,
                  (data, *outer), f"{prefix}{name}.", groups, vnfs)
+
+
+def environment_parameters(path: str) -> dict[str, Any]:
+    """The ``parameters`` of a Heat environment file."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = yamlpos.load(f.read(yamlpos.MAX_BYTES + 1))[0]
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except (UnicodeDecodeError, yamlpos.DocumentError) as exc:
+        raise UserError(f"{path}: not a Heat environment: {getattr(exc, 'message', exc)}") from None
+    params = data.get("parameters") if isinstance(data, dict) else None
+    if not isinstance(params, dict):
+        raise UserError(f"{path}: not a Heat environment with parameters")
+    return params

@@ -91,6 +91,7 @@ class Planner:
         self.placed = 0  # placements so far: reasons found for a demand stay true until the next one
         self._explained: dict[tuple[int, str | None, str | None], tuple[int, list[Any]]] = {}
         self.fit_seconds = 0.0
+        self._described: dict[int, tuple[Any, tuple[Any, ...]]] = {}  # id(fitted) -> (fitted, its output part)
 
     def demand(self, vnf: Vnf) -> demand_mod.Demand:
         d = self.demands.get(id(vnf))
@@ -211,9 +212,24 @@ class Planner:
         key = (id(d), group, policy)
         cached = self._explained.get(key)
         if cached is None or cached[0] != self.placed:  # nothing changed since: same reasons (count: N)
-            cached = self._explained[key] = (self.placed, [
-                (hs.name, reasons.diagnose(d, hs, self._group_reason(group, policy, hs))) for hs in self.hosts])
+            cached = self._explained[key] = (self.placed, self._diagnose_all(d, group, policy))
         return Failure(d.name, instance, list(cached[1]))
+
+    def _diagnose_all(self, d: demand_mod.Demand, group: str | None, policy: str | None) -> list[Any]:
+        """Each host's reason; hosts of one signature group (same state: same verdict from every filter and fit)
+        with the same server-group reason are diagnosed once."""
+        seen: dict[tuple[int, str | None], Any] = {}
+        out = []
+        for hs in self.hosts:
+            why = self._group_reason(group, policy, hs)
+            if self.host_order is None:
+                out.append((hs.name, reasons.diagnose(d, hs, why)))
+                continue
+            k = (self.host_order.group_of[hs.index].id, why)
+            if k not in seen:
+                seen[k] = reasons.diagnose(d, hs, why)
+            out.append((hs.name, seen[k]))
+        return out
 
     def _consume(self, d: demand_mod.Demand, hs: hoststate.HostState, fitted: Any, instance: str,
                  group: str | None) -> Placement:
@@ -239,7 +255,7 @@ class Planner:
             self.groups.setdefault(group, []).append(hs.index)
         if self.host_order is not None:
             self.host_order.moved(hs)
-        where = describe(d, hs, fitted, instance, devices)
+        where = describe(d, hs, fitted, instance, devices, self._described if self.memo else None)
         where.other_numa_cells = others
         return where
 
@@ -262,9 +278,36 @@ class Planner:
 
 
 def describe(d: demand_mod.Demand, hs: hoststate.HostState, fitted: Any, instance: str,
-             devices: list[dict[str, Any]]) -> Placement:
-    cells, pinned, emulator, page = [], [], [], "-"
-    policy = "shared"
+             devices: list[dict[str, Any]], memo: dict[int, tuple[Any, tuple[Any, ...]]] | None = None) -> Placement:
+    """The placement as output shows it; ``memo``: the fitted topology's part, per fitted object (hosts of one
+    group share theirs), computed once."""
+    known = memo.get(id(fitted)) if memo is not None and fitted is not None else None
+    if known is not None and known[0] is fitted:
+        part = known[1]
+    else:
+        part = _fitted_part(fitted)
+        if memo is not None and fitted is not None:
+            memo[id(fitted)] = (fitted, part)
+    cells, pinned, emulator, page, policy = part
+    pci = []
+    for dev in devices:
+        entry = {"address": dev.get("device"), "pf": dev.get("address"),
+                 "numa_node": None if dev.get("numa_node") in (None, "None") else int(dev["numa_node"]),
+                 "vendor_product": f"{dev.get('vendor_id')}:{dev.get('product_id')}",
+                 "dev_type": dev.get("dev_type")}
+        if dev.get("physical_network"):
+            entry["physical_network"] = dev["physical_network"]
+        pci.append(entry)
+    return Placement(vnf=d.name, instance=instance, host=hs.name, role=hs.spec.role, numa_cells=list(cells),
+                     pinned_cpus=list(pinned), emulator_cpus=list(emulator), page_size=page, cpu_policy=policy,
+                     pci_devices=pci)
+
+
+def _fitted_part(fitted: Any) -> tuple[Any, ...]:
+    cells: list[int] = []
+    pinned: list[int] = []
+    emulator: list[int] = []
+    page, policy = "-", "shared"
     if fitted is not None:
         for c in fitted.cells:
             cells.append(c.id)
@@ -276,15 +319,4 @@ def describe(d: demand_mod.Demand, hs: hoststate.HostState, fitted: Any, instanc
                 page = demand_mod.page_label(c.pagesize)
             if c.cpu_policy:
                 policy = str(c.cpu_policy)
-    pci = []
-    for dev in devices:
-        entry = {"address": dev.get("device"), "pf": dev.get("address"),
-                 "numa_node": None if dev.get("numa_node") in (None, "None") else int(dev["numa_node"]),
-                 "vendor_product": f"{dev.get('vendor_id')}:{dev.get('product_id')}",
-                 "dev_type": dev.get("dev_type")}
-        if dev.get("physical_network"):
-            entry["physical_network"] = dev["physical_network"]
-        pci.append(entry)
-    return Placement(vnf=d.name, instance=instance, host=hs.name, role=hs.spec.role, numa_cells=cells,
-                     pinned_cpus=pinned, emulator_cpus=emulator, page_size=page, cpu_policy=policy,
-                     pci_devices=pci)
+    return tuple(cells), tuple(pinned), tuple(emulator), page, policy

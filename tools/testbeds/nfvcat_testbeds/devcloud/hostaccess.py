@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from nfvcat.catalog import inventory
-from nfvcat.cloud.hostaccess import GuestFacts, HostAccess, HostCell, HostFacts, PciDevice
+from nfvcat.cloud.hostaccess import GuestFacts, HostAccess, HostCell, HostFacts, HostPages, PciDevice
 from nfvcat.core.errors import EXIT_ENGINE, UserError
 from nfvcat_testbeds.devcloud import computes, guests
 from nfvcat_testbeds.devcloud.lifecycle import inventory_of
@@ -108,9 +108,17 @@ class DevcloudState:
         out = []
         for cell in json.loads(rows[0][0]).get("nova_object.data", {}).get("cells") or []:
             c = cell.get("nova_object.data", {})
+            pages = [pg.get("nova_object.data", {}) for pg in c.get("mempages") or []]
             out.append(HostCell(int(c["id"]), {int(x) for x in c.get("pcpuset") or []},
                                 {int(x) for x in c.get("cpuset") or []},
-                                [{int(x) for x in s} for s in c.get("siblings") or []]))
+                                [{int(x) for x in s} for s in c.get("siblings") or []],
+                                memory_mb=int(c["memory"]) if c.get("memory") is not None else None,
+                                pages=[HostPages(int(pg["size_kb"]), int(pg.get("total") or 0),
+                                                 int(pg.get("used") or 0), int(pg.get("reserved") or 0))
+                                       for pg in pages if int(pg.get("size_kb") or 4) > 4],
+                                pinned={int(x) for x in c.get("pinned_cpus") or []},
+                                socket=int(c["socket"]) if c.get("socket") is not None else None,
+                                cpu_usage=int(c.get("cpu_usage") or 0), memory_usage=int(c.get("memory_usage") or 0)))
         return out
 
 
