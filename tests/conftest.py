@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -38,10 +39,20 @@ def findings_of(*args: str, **kw: object) -> tuple[int, list[dict[str, object]]]
 
 
 @pytest.fixture(scope="session")
-def product_venv(tmp_path_factory: pytest.TempPathFactory) -> ProductVenv:
-    """The product distribution alone in a fresh venv (tests/productvenv.py), built once per session."""
-    from tests.productvenv import build
+def product_venv() -> ProductVenv:
+    """The product distribution alone in a fresh venv (tests/productvenv.py), built once per run: the hook tier
+    builds it into .cache/product-venv/ under the checkout (keyed by the source it installs and the constraints;
+    .ci/run empties the directory first) and the integration tier, later in the same run, finds it there."""
+    from tests.productvenv import ProductVenv, build, source_key
 
-    product = build(tmp_path_factory.mktemp("product-alone"))
+    home = ROOT / ".cache" / "product-venv" / source_key()
+    done = home / "install-seconds"  # written last: a build cut short is built again
+    if done.is_file():
+        product = ProductVenv(home / "venv", float(done.read_text()))
+    else:
+        shutil.rmtree(home, ignore_errors=True)
+        home.mkdir(parents=True)
+        product = build(home)
+        done.write_text(f"{product.install_seconds:.0f}\n")
     sys.stderr.write(f"\n[product-alone] pip install of the product: {product.install_seconds:.0f} s\n")
     return product

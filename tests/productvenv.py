@@ -71,6 +71,17 @@ class ProductVenv:
                               env=self.env(), timeout=120, check=False)
 
 
+def source_key() -> str:
+    """What the product venv is built from: this checkout's commit, its uncommitted changes and the constraints."""
+    import hashlib
+
+    h = hashlib.sha256()
+    h.update(git(ROOT, "rev-parse", "HEAD").encode())
+    h.update(subprocess.run(["git", "diff", "HEAD", "--binary"], cwd=ROOT, check=True, capture_output=True).stdout)
+    h.update((ROOT / "constraints.txt").read_bytes())
+    return h.hexdigest()[:20]
+
+
 def build(where: Path) -> ProductVenv:
     """The product alone in ``where``/venv (``where`` is an empty directory the caller owns)."""
     source, _ = shadow_of_checkout(where / "nfvcat")
