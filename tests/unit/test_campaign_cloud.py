@@ -61,3 +61,42 @@ def test_checks_that_need_admin_are_not_a_pass() -> None:
         cp.judge_checks(rows, None)
     with pytest.raises(cp.StepFailed, match="did not run: page size"):
         cp.judge_checks(rows, ["bound", "page size"])
+
+
+class _Dataplane:
+    """The cloud target's data plane as its ACL and QoS steps see it: what the probes found."""
+
+    def __init__(self, acl_status: str, qos_status: str) -> None:
+        self.acl_status, self.qos_status = acl_status, qos_status
+
+    def acl(self, spec: Any, say: Any) -> dict[str, Any]:
+        return {"rules": 3, "classes": {"allowed": {"status": self.acl_status, "passed": 4, "probed": 4,
+                                                    "not_observable": 0}}}
+
+    def qos(self, spec: Any, root: Any, say: Any) -> dict[str, Any]:
+        return {"status": self.qos_status,
+                "bandwidth_limit": {"status": self.qos_status, "detail": "d", "limit_mbps": 1,
+                                    "limited_median_mbps": 1, "unlimited_median_mbps": 2},
+                "dscp_marking": {"status": self.qos_status, "detail": "d", "with_policy": 1, "without": 0}}
+
+
+@pytest.mark.parametrize("status", ["PASS", "FAIL"])
+def test_the_cloud_targets_acl_and_qos_steps_follow_the_probes_verdicts(status: str, monkeypatch: Any) -> None:
+    """The steps compare the probes' classes with a campaign step's PASS (not a check verdict's)."""
+    from types import SimpleNamespace
+
+    from nfvcat_testbeds.targets import cloud as cloud_target
+
+    monkeypatch.setattr("nfvcat.catalog.require_root", lambda: Path("."))
+    steps = cloud_target.CloudSteps.__new__(cloud_target.CloudSteps)
+    steps.dp = _Dataplane(status, status)  # type: ignore[assignment]
+    steps.ctx = SimpleNamespace(test=SimpleNamespace(dataplane=SimpleNamespace(acl=object(), qos=object())),
+                                record=SimpleNamespace(details={}), say=lambda text: None)  # type: ignore[assignment]
+    if status == "PASS":
+        assert steps.acl().startswith("3 rules: allowed PASS")
+        assert steps.qos().startswith("bandwidth limit: PASS")
+    else:
+        with pytest.raises(cp.StepFailed):
+            steps.acl()
+        with pytest.raises(cp.StepFailed):
+            steps.qos()

@@ -140,7 +140,7 @@ def test_missing_flavor_image_and_changed_extra_spec(fake: PreflightCloud) -> No
 def test_command_formats_and_exit(fake: PreflightCloud, monkeypatch: pytest.MonkeyPatch,
                                   capsys: pytest.CaptureFixture[str]) -> None:
     conn = connection()
-    monkeypatch.setattr("nfvcat.cloud.connect.connect", lambda name: conn)
+    monkeypatch.setattr("nfvcat.cloud.connect.connect", lambda name, *deadlines: conn)
     fake.flavors = [f for f in fake.flavors if f["name"] != "nfv.qat.required"]
     assert cli.main(["preflight", "--os-cloud", "x", "-f", "json"]) == 0  # one does not run: none was named
     doc = json.loads(capsys.readouterr().out)
@@ -167,7 +167,7 @@ def test_inventory_collect_reads_the_hosts_it_can(fake: PreflightCloud, monkeypa
     from tests.unit.test_host_topology import CAPS, NOVA_CONF
 
     conn = connection()
-    monkeypatch.setattr("nfvcat.cloud.connect.connect", lambda name: conn)
+    monkeypatch.setattr("nfvcat.cloud.connect.connect", lambda name, *deadlines: conn)
     (tmp_path / "c-dpdk.capabilities.xml").write_text(CAPS)
     (tmp_path / "c-dpdk.nova.conf").write_text(NOVA_CONF)
     assert cli.main(["inventory", "collect", "--os-cloud", "x", "--host-access", str(tmp_path)]) == 0

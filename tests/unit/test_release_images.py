@@ -70,7 +70,7 @@ def fake(monkeypatch: pytest.MonkeyPatch) -> Any:
     with requests_mock.Mocker() as m:
         _discovery(m)
         conn = connection()
-        monkeypatch.setattr("nfvcat.cloud.connect.connect", lambda name: conn)
+        monkeypatch.setattr("nfvcat.cloud.connect.connect", lambda name, *deadlines: conn)
         m.get(f"{HEAT}/stacks?name=chain", json={"stacks": []})
         m.post(f"{HEAT}/stacks", json={"stack": {"id": "s1"}}, status_code=201)
         m.get(f"{HEAT}/stacks/chain/s1/events", json={"events": []})

@@ -9,7 +9,7 @@ import argparse
 GROUPS: dict[str, tuple[str, ...]] = {
     "author and validate": ("validate", "rules", "docs", "translate", "day0", "versions", "lsp", "server",
                             "fetch-schema"),
-    "plan": ("plan", "inventory", "flavor"),
+    "plan": ("plan", "preflight", "inventory", "flavor"),
     "package and release": ("package", "image", "release", "site"),
     "deploy and operate": ("onboard", "instantiate", "check", "list", "upgrade", "scale", "heal", "terminate"),
     "test campaigns": ("test",),
@@ -47,6 +47,10 @@ GUIDE: dict[str, tuple[tuple[str, ...], str]] = {
     "plan": (("nfvcat plan chain-vrouter -e sriov", "nfvcat plan chain-sfc@1.2.0 --inventory inv.yaml",
               "nfvcat plan --flavor nfv-sriov --count 4"),
              f"0 every instance placed; 1 usage error; 2 an instance does not fit; {ENGINE}"),
+    "preflight": (("nfvcat preflight --os-cloud mycloud",
+                   "nfvcat preflight chain-vrouter chain-sfc --os-cloud mycloud -f junit > preflight.xml"),
+                  f"0 every entry named runs (none named: the report whatever it says); 1 usage error or no such "
+                  f"entry; 2 an entry named does not run; {CLOUD}"),
     "inventory": (("nfvcat inventory collect --os-cloud mycloud > inv.yaml", "nfvcat inventory check inv.yaml"),
                   f"0 ok; 1 usage error or a bad inventory; {CLOUD}"),
     "flavor": (("nfvcat flavor list", "nfvcat flavor render nfv-sriov --as host"), OK_USAGE),

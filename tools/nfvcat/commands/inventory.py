@@ -15,6 +15,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     sub.required = True
     c = sub.add_parser("collect", help="build an inventory from a running cloud (estimated NUMA layout)")
     options.add_cloud(c)
+    options.add_timeout(c, None, "the cloud's answers")
     options.add_host_access(c)
     c.add_argument("-o", "--output", help="write here instead of stdout")
     c.set_defaults(func=collect)
@@ -27,13 +28,12 @@ def collect(args: argparse.Namespace) -> int:
     import yaml
 
     from nfvcat.catalog import inventory
-    from nfvcat.cloud import connect
     from nfvcat.cloud.cloudfacts import CloudFacts
     from nfvcat.cloud.hostaccess import open_access, reader
     from nfvcat.plan import collect as collector
 
     access = open_access(args.host_access)
-    got = CloudFacts(connect.connect(args.os_cloud), reader(access)).collected
+    got = CloudFacts(options.cloud_connection(args), reader(access)).collected
     if got is None:
         raise UserError("inventory collect: the hypervisors or Placement's resource providers are hidden (needs "
                         "admin), or no compute host is up and enabled", EXIT_ENGINE)

@@ -23,6 +23,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("entries", nargs="*", metavar="ENTRY",
                    help="Heat entries to judge (default: all); exit 2 when one of them does not run")
     options.add_cloud(p)
+    options.add_timeout(p, None, "the cloud's answers")
     options.add_host_access(p)
     options.add_format(p, "junit", columns=True)
     p.set_defaults(func=run)
@@ -30,13 +31,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from nfvcat import catalog
-    from nfvcat.cloud import connect, preflight
+    from nfvcat.cloud import preflight
     from nfvcat.cloud.hostaccess import open_access, reader
 
     root = catalog.require_root()
     preflight.cases(root, args.entries)  # unknown names: a usage error before the cloud is asked anything
     access = open_access(args.host_access)
-    conn = connect.connect(args.os_cloud)
+    conn = options.cloud_connection(args)
     cases, cloud = preflight.run(conn, root, args.entries or None, reader(access))
     if args.format == "json":
         print(json.dumps({"cloud": cloud, "cases": [c.as_dict() for c in cases]}, indent=2))

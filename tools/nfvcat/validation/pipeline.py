@@ -13,6 +13,7 @@ server's persistent ones (``executor``).
 from __future__ import annotations
 
 import itertools
+import os
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -51,8 +52,22 @@ def policy(paths: list[str], options: Options, root: Path | None) -> confine.Pol
     --trust-ca it names, and the roots it allows; files up to its size cap."""
     given = [*paths, *options.environments, *(p for p in (options.site, options.trust_ca) if p)]
     given += list(options.overlays)  # an editor's buffer: its file's directory, saved or not
-    allow = [*options.allow_roots, *([str(root)] if root else [])]
+    allow = [*options.allow_roots, *([str(root)] if root else []), *release_trees(given)]
     return confine.Policy.for_call(given, allow, options.max_bytes)
+
+
+def release_trees(given: list[str]) -> list[str]:
+    """The released catalogs the paths lie in (``NAME@VERSION``: a commit's tree that ``catalog.history`` exported
+    into the cache): each is a whole catalog, read as the working tree's is."""
+    from nfvcat.catalog import entries
+
+    cache = confine.real(str(entries.releases_cache()))
+    trees = []
+    for path in given:
+        where = confine.real(path)
+        if confine.inside(where, cache) and where != cache:
+            trees.append(os.path.join(cache, os.path.relpath(where, cache).split(os.sep)[0]))
+    return trees
 
 
 def _validate(paths: list[str], options: Options, executor: Executor,

@@ -20,6 +20,7 @@ from typing import Any
 from nfvcat import catalog
 from nfvcat.campaign import controlplane as cp
 from nfvcat.campaign import targets
+from nfvcat.campaign.results import PASS as STEP_PASS  # a campaign step's (the ACL and QoS classes' too)
 from nfvcat.catalog.tdf import AclSpec, QosSpec
 from nfvcat.cloud.verdicts import FAIL, PASS, Verdict
 from nfvcat_testbeds.devcloud import endpoints
@@ -177,7 +178,7 @@ class CloudSteps:
         summary = ", ".join(f"{k} {v['status']} ({v['passed']}/{v['probed']} probed"
                             + (f", {v['not_observable']} not observable" if v["not_observable"] else "") + ")"
                             for k, v in found["classes"].items())
-        if any(v["status"] != PASS for v in found["classes"].values()):
+        if any(v["status"] != STEP_PASS for v in found["classes"].values()):
             raise cp.StepFailed(f"ACL probes: {summary}")
         return f"{found['rules']} rules: {summary}"
 
@@ -192,7 +193,7 @@ class CloudSteps:
                        qos_unlimited_mbps=bw["unlimited_median_mbps"], dscp_with_policy=dscp["with_policy"],
                        dscp_without=dscp["without"])
         summary = f"bandwidth limit: {bw['status']}: {bw['detail']}; DSCP: {dscp['status']}: {dscp['detail']}"
-        if found["status"] != PASS:
+        if found["status"] != STEP_PASS:
             raise cp.StepFailed(summary)
         return summary
 
