@@ -166,8 +166,9 @@ def check(stack: str, *extra: str) -> dict[str, Any]:
 def check_in_process(conn: Any, stack: str, inventory: str | None = None) -> dict[str, Any]:
     """The same check through the library (what the command runs; saves a process start per injection)."""
     from nfvcat.cloud.check import check_stack
+    from nfvcat.cloud.hostaccess import open_access
     from nfvcat.cloud.verdicts import passed
-    from nfvcat_testbeds.devcloud.hostaccess import load_inventory, open_access
+    from nfvcat_testbeds.devcloud.hostaccess import load_inventory
 
     verdicts = check_stack(conn, stack, load_inventory(inventory), open_access("devcloud"))
     return {"ok": passed(verdicts), "verdicts": [v.as_dict() for v in verdicts]}

@@ -235,7 +235,9 @@ class Server:
     def within_deadline(self, request: dict[str, Any]) -> dict[str, Any]:
         """The answer to a request, run in a thread of its own; past the request deadline (``wire.deadline``)
         an exit-3 error saying so, while the request's thread finishes on its own and the server goes on."""
-        if request.get("op") not in ("run", "validate"):
+        if request.get("op") not in ("run", "validate") or (request.get("command") or "validate") != "validate":
+            # plan runs here, one at a time (self.planning): the first imports Nova's scheduler code, after which
+            # a join on the thread that imported it never returned (seen: the thread gone, join still waiting)
             return self.answer(request)
         answer: list[dict[str, Any]] = []
         worker = threading.Thread(target=lambda: answer.append(self.answer(request)), daemon=True)
