@@ -15,11 +15,15 @@ say() { printf '[setup] %s\n' "$*" >&2; }
 sudo_=""; [ "$(id -u)" = 0 ] || sudo_="sudo"
 have_py() { command -v python3.11 >/dev/null 2>&1 && python3.11 -c 'import venv, ensurepip' 2>/dev/null; }
 missing=()
+provided=$(dpkg-query -W -f='${db:Status-Abbrev}|${Provides}\n' 2>/dev/null | sed -n 's/^ii *|//p' | tr ',' '\n' \
+  | sed 's/ *(.*//; s/^ *//' | sort -u)
 for list in tools/debs/*.txt; do
   if [ "$(basename "$list")" = base.txt ] && have_py && command -v gcc >/dev/null; then continue; fi
   while read -r p; do
     case "$p" in ''|'#'*) continue ;; esac
-    dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+    # installed, or provided by an installed package (NodeSource's nodejs provides npm and conflicts with
+    # Debian's: asking apt for npm there fails)
+    dpkg -s "$p" >/dev/null 2>&1 || grep -qxF "$p" <<<"$provided" || missing+=("$p")
   done < "$list"
 done
 if [ "${#missing[@]}" -gt 0 ]; then
