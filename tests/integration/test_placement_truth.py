@@ -437,20 +437,6 @@ def test_check_fails_every_injected_wrong_placement(conn: Any, deployed: dict[st
     case("thread policy require on cores without siblings", require["stack"], "CPU thread policy",
          intact=siblings_intact)(no_siblings)
 
-    def require_apart() -> AbstractContextManager[Any]:
-        # each vCPU alone on a core whose sibling is free (issue #43): Nova's require packs them onto siblings
-        p = pins(require)
-        node = cells(db.topology(require["id"]))[0]["id"]
-        host_cell = next(c for c in cells(db.host_topology(require["host"])) if c["id"] == node)
-        held = {int(x) for x in host_cell.get("pinned_cpus") or []} - {int(v) for v in p.values()}
-        dedicated = {int(x) for x in host_cell["pcpuset"]}
-        free = [sorted(core) for core in host_cell["siblings"] if len(core) > 1 and set(core) <= dedicated
-                and not set(core) & held]
-        assert len(free) >= len(p), f"{require['host']} node {node}: {len(free)} free cores for {len(p)} vCPUs"
-        return set_pins(require, {k: free[i][0] for i, k in enumerate(sorted(p, key=int))})
-    case("thread policy require with each vCPU alone on a core", require["stack"], "CPU thread policy")(
-        require_apart)
-
     isolate = server_of(deployed, "nfv.pinned.isolate")
     busy = next(s for s in nosmt_pinned if s is not isolate)
 
