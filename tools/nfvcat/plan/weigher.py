@@ -82,6 +82,7 @@ class Weighers:
                 raise UserError(f"the plan cannot feed Nova's {name} (what it weighs is not in an inventory): "
                                 f"set its multiplier to 0 to plan")
         self.handler = handler
+        self.zero: dict[tuple[int, float], bool] = {}  # (weigher, value): equal values normalise to 0
 
     def view(self, hs: HostState) -> Any:
         """What Nova's weighers read from a scheduler HostState, from the plan's host."""
@@ -109,6 +110,7 @@ class Weighers:
         sums, which leaves them as they are: it is skipped."""
         if len(candidates) == 1:
             return candidates[0][0]
+        normalize = nova().weights.normalize
         weights = [0.0] * len(candidates)
         raws = list(zip(*(c[1] for c in candidates), strict=True))
         mults = list(zip(*(c[2] for c in candidates), strict=True))
@@ -116,14 +118,15 @@ class Weighers:
             values, m = raws[i], mults[i]
             if not any(m):
                 continue
-            # nova.weights.normalize, inline (the same float operations in the same order): (x - min) / range
-            # over the list's min and max unless the weigher bounds them; all equal normalise to 0
-            low = float(min(values) if w.minval is None else w.minval)
-            high = float(max(values) if w.maxval is None else w.maxval)
-            if low == high:
-                continue
-            span = high - low
-            for j, x in enumerate(values):
-                weights[j] += m[j] * ((x - low) / span)
+            low = values[0]
+            if low == max(values) == min(values):
+                zero = self.zero.get((i, low))
+                if zero is None:
+                    zero = self.zero[i, low] = not any(normalize([low, low], minval=w.minval, maxval=w.maxval))
+                if zero:
+                    continue
+            normed = list(normalize(list(values), minval=w.minval, maxval=w.maxval))
+            for j in range(len(weights)):
+                weights[j] += m[j] * normed[j]
         top = max(weights)
         return next(c[0] for c, wt in zip(candidates, weights, strict=True) if wt == top)
