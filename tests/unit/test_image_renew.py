@@ -5,7 +5,6 @@ the lock and checksums follow, the CHANGELOGs name the updated packages, and `nf
 from __future__ import annotations
 
 import hashlib
-import json
 import lzma
 import shutil
 from pathlib import Path
@@ -17,6 +16,7 @@ import requests_mock
 from nfvcat.catalog import releases, versions
 from nfvcat.packaging.images import build, mirror, recipe, refs, renew
 from tests.conftest import ROOT
+from tests.unit.test_onboard_images import mirror_build
 
 FIXTURE = ROOT / "tests" / "fixtures" / "rules" / "E0014" / "pass"
 OLD, NEW = "1.5.2-6+deb12u2", "1.5.2-6+deb12u3"
@@ -47,17 +47,8 @@ def cat(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def _mirror_build(calls: list[str]) -> Any:
-    def fake(r: recipe.Recipe, say: Any, root: Path | None = None, force: bool = False) -> build.Built:
-        calls.append(r.version)
-        lock = recipe.Lock(r.name, r.version, r.digest(), {"libpam0g": NEW}, hashlib.sha256(CONTENT).hexdigest(),
-                           len(CONTENT), build.BUILDER_VERSION)
-        out = build.cache_dir() / build.cache_key(r, lock)
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "disk.qcow2").write_bytes(CONTENT)
-        (out / "lock.json").write_text(json.dumps(lock.as_dict()))
-        built = build.Built(r, out / "disk.qcow2", out / "vmlinuz", out / "initrd.img", lock, 1.0, "new")
-        return build.reconcile(built, recipe.read_lock(r), root)
-    return fake
+    """A build of what the fake mirror serves today (libpam0g at NEW); ``calls`` gets each build's version."""
+    return mirror_build(CONTENT, calls, {"libpam0g": NEW}, record=lambda r: r.version)
 
 
 def test_renew_bumps_the_image_and_its_references_and_the_version_gate_passes(

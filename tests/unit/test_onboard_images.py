@@ -227,12 +227,14 @@ def _drifted(cat: Path, m: requests_mock.Mocker, monkeypatch: pytest.MonkeyPatch
     return lock
 
 
-def _mirror_build(content: bytes, calls: list[str]) -> Any:
-    """The builder's boundary: a build that installs what the fake mirror serves."""
+def mirror_build(content: bytes, calls: list[str], packages: dict[str, str] | None = None,
+                 record: Any = lambda r: str(r.entry_dir)) -> Any:
+    """The builder's boundary: a build that installs what the fake mirror serves (``packages``; default libpam0g
+    at NEW and systemd-sysv), writing ``content`` as the disk; ``calls`` gets ``record(recipe)`` per build."""
     def fake(r: recipe.Recipe, say: Any, root: Path | None = None, force: bool = False) -> build.Built:
-        calls.append(str(r.entry_dir))
-        packages = {"libpam0g": NEW, "systemd-sysv": "252.39-1~deb12u1"}
-        lock = recipe.Lock(r.name, r.version, r.digest(), packages, hashlib.sha256(content).hexdigest(),
+        calls.append(record(r))
+        served = packages if packages is not None else {"libpam0g": NEW, "systemd-sysv": "252.39-1~deb12u1"}
+        lock = recipe.Lock(r.name, r.version, r.digest(), served, hashlib.sha256(content).hexdigest(),
                            len(content), build.BUILDER_VERSION)
         out = build.cache_dir() / build.cache_key(r, lock)
         out.mkdir(parents=True, exist_ok=True)
@@ -249,7 +251,7 @@ def test_on_drift_a_local_rebuild_is_verified_against_its_record_and_uploaded_wi
     lock = _drifted(cat, m, monkeypatch)
     content = b"the image Debian's mirror gives today"
     calls: list[str] = []
-    monkeypatch.setattr(build, "build", _mirror_build(content, calls))
+    monkeypatch.setattr(build, "build", mirror_build(content, calls))
     _glance_accepts(m, content)
     said: list[str] = []
     actions = onboarding.images(conn, cat, None, {}, False, said.append)
@@ -280,7 +282,7 @@ def test_a_second_onboarding_on_drift_reuses_the_rebuild_and_a_tampered_one_is_n
     _drifted(cat, m, monkeypatch)
     content = b"the image Debian's mirror gives today"
     calls: list[str] = []
-    monkeypatch.setattr(build, "build", _mirror_build(content, calls))
+    monkeypatch.setattr(build, "build", mirror_build(content, calls))
     _glance_accepts(m, content)
     onboarding.images(conn, cat, None, {}, False, print)
     said: list[str] = []
@@ -328,7 +330,7 @@ def test_image_list_shows_the_drift_and_the_cached_rebuild(cat: Path, cloud: Any
     assert row["mirror"]["newer"] == [{"package": "libpam0g", "locked": OLD, "newest": NEW, "suite": "bookworm",
                                        "kind": "point-release"}]
     content = b"the image Debian's mirror gives today"
-    monkeypatch.setattr(build, "build", _mirror_build(content, []))
+    monkeypatch.setattr(build, "build", mirror_build(content, []))
     _glance_accepts(m, content)
     onboarding.images(conn, cat, None, {}, False, print)
     capsys.readouterr()
@@ -360,7 +362,7 @@ def test_a_lock_an_older_builder_wrote_is_rebuilt_and_says_so(cat: Path, cloud: 
     lock.builder, lock.packages = "3", {"libpam0g": NEW, "systemd-sysv": "252.39-1~deb12u1"}
     recipe.write_lock(recipe.load("demo", cat), lock)
     content = b"the image Debian's mirror gives today"
-    monkeypatch.setattr(build, "build", _mirror_build(content, []))
+    monkeypatch.setattr(build, "build", mirror_build(content, []))
     _glance_accepts(m, content)
     onboarding.images(conn, cat, None, {}, False, print)
     created = [r.json() for r in m.request_history if r.method == "POST" and r.path == "/v2/images"]
