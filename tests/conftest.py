@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
@@ -40,19 +41,24 @@ def findings_of(*args: str, **kw: object) -> tuple[int, list[dict[str, object]]]
 
 @pytest.fixture(scope="session")
 def product_venv() -> ProductVenv:
-    """The product distribution alone in a fresh venv (tests/productvenv.py), built once per run: the hook tier
-    builds it into .cache/product-venv/ under the checkout (keyed by the source it installs and the constraints;
-    .ci/run empties the directory first) and the integration tier, later in the same run, finds it there."""
+    """The product distribution alone in a fresh venv (tests/productvenv.py), built once per run: the first tier
+    that needs it (hook or integration, which `tox p` runs side by side) builds it into .cache/product-venv/ under
+    the checkout, under a lock (keyed by the source it installs and the constraints; .ci/run empties the directory
+    first), and the other finds it there."""
     from tests.productvenv import ProductVenv, build, source_key
 
-    home = ROOT / ".cache" / "product-venv" / source_key()
+    key = source_key()
+    (ROOT / ".cache" / "product-venv").mkdir(parents=True, exist_ok=True)
+    home = ROOT / ".cache" / "product-venv" / key
     done = home / "install-seconds"  # written last: a build cut short is built again
-    if done.is_file():
-        product = ProductVenv(home / "venv", float(done.read_text()))
-    else:
-        shutil.rmtree(home, ignore_errors=True)
-        home.mkdir(parents=True)
-        product = build(home)
-        done.write_text(f"{product.install_seconds:.0f}\n")
+    with open(ROOT / ".cache" / "product-venv" / f"{key}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # the other tier's build of the same key finishes first
+        if done.is_file():
+            product = ProductVenv(home / "venv", float(done.read_text()))
+        else:
+            shutil.rmtree(home, ignore_errors=True)
+            home.mkdir(parents=True)
+            product = build(home)
+            done.write_text(f"{product.install_seconds:.0f}\n")
     sys.stderr.write(f"\n[product-alone] pip install of the product: {product.install_seconds:.0f} s\n")
     return product
