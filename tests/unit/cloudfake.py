@@ -298,3 +298,36 @@ class SfcApi:
             ctx.status_code = 204
             return None
         return delete
+
+
+# ---- Glance images and their nfvcat provenance (nfvcat.cloud.onboarding.provenance) --------------------------
+
+def provenance_image(iid: str, name: str, source: str | None, lock: bytes = b"the lock's image",
+                     uploaded: bytes | None = None, differs: str = "none") -> dict[str, Any]:
+    """A Glance v2 image record (properties at the top level) with the provenance onboarding gives the file
+    ``uploaded`` (default: ``lock``, the file its lock names); ``source`` None: no nfvcat provenance at all."""
+    import hashlib
+
+    image: dict[str, Any] = {"id": iid, "name": name, "status": "active", "disk_format": "qcow2",
+                             "container_format": "bare", "visibility": "public", "hw_machine_type": "q35"}
+    if source is None:
+        return image
+    return {**image, "nfvcat_entry": "images/vrouter", "nfvcat_version": "1.1.2", "nfvcat_source": source,
+            "nfvcat_from": source, "nfvcat_lock_sha256": hashlib.sha256(lock).hexdigest(),
+            "nfvcat_sha256": hashlib.sha256(lock if uploaded is None else uploaded).hexdigest(),
+            "nfvcat_differs": differs}
+
+
+def glance_images(m: requests_mock.Mocker, images: list[dict[str, Any]]) -> None:
+    """Glance's GET /v2/images/{id} answering from ``images``; an id it does not hold is 404, as Glance
+    answers for an image deleted or not visible to the project."""
+    held = {i["id"]: i for i in images}
+
+    def show(req: Any, ctx: Any) -> Any:
+        iid = req.path.rsplit("/", 1)[1]
+        if iid not in held:
+            ctx.status_code = 404
+            return {"code": 404, "title": "Not Found", "message": f"No image found with ID {iid}"}
+        return held[iid]
+
+    m.get(re.compile(rf"^{GLANCE}/images/[^/?]+$"), json=show)
