@@ -27,13 +27,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 COLUMNS = ("via", "name", "entry", "version", "status", "newest", "outdated", "images")
 
 
-class ImagesCell(options.Cell):
-    """The images column: each image's provenance in json and yaml, ``NAME catalog, ...`` in a table."""
-
-    def human_readable(self) -> str:
-        return ", ".join(str(i["label"]) for i in self.machine_readable())
-
-
 def run(args: argparse.Namespace) -> int:
     from nfvcat import catalog
     from nfvcat.cloud.connect import cloud_errors
@@ -44,8 +37,9 @@ def run(args: argparse.Namespace) -> int:
     with cloud_errors("list"):
         rows = listing(conn, root)
     if options.tabular(args):  # -f table|value|csv|yaml, -c COLUMN: as `openstack stack list`
-        options.emit(args, COLUMNS, [[ImagesCell(r.images) if c == "images" else r.as_dict()[c] for c in COLUMNS]
-                                     for r in rows])
+        text = args.format in ("table", "value", "csv")  # images: `NAME catalog, ...`; in json and yaml, data
+        options.emit(args, COLUMNS, [[(r.images_text if text else r.images) if c == "images" else r.as_dict()[c]
+                                      for c in COLUMNS] for r in rows])
         return EXIT_OK
     if args.format == "json":
         print(json.dumps([r.as_dict() for r in rows], indent=2))
