@@ -94,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
 def _via_tacker(args: argparse.Namespace) -> int:
     from nfvcat import catalog
     from nfvcat.catalog import history
-    from nfvcat.cloud import onboarding, release_images, tacker_lcm
+    from nfvcat.cloud import release_images, tacker_lcm
     from nfvcat.cloud.connect import cloud_errors
 
     root = catalog.require_root()
@@ -110,10 +110,8 @@ def _via_tacker(args: argparse.Namespace) -> int:
     tk = tacker_lcm.Tacker(conn, say)
     if released:  # that release's images (the Glance names its VNFD's sw_image_data gives), then its package
         with cloud_errors(f"instantiate {req.name}"):
-            release_images.ensure(conn, root, entry.meta, image_dir, overrides, say)
-            done = onboarding.ensure_package(conn, entry.dir, tacker_lcm.vnfd_id(entry.dir, entry.meta["template"]),
-                                             say)
-        say(f"VNF package {entry.name} {entry.version}: {done.verb} ({done.detail})")
+            release_images.ensure_vnf(conn, root, entry, tacker_lcm.vnfd_id(entry.dir, entry.meta["template"]),
+                                      image_dir, overrides, say)
     vnf = tacker_lcm.instantiate(conn, tk, entry.dir, entry.meta, req, args.timeout)
     text, ok = tacker_lcm.check_and_report(conn, vnf, inv, access, args.format, check=not args.no_check)
     print(text)
