@@ -146,7 +146,7 @@ def verdict(images: Images, server: dict[str, Any]) -> tuple[str, str, str]:
     """(check, status, detail) of a server's image: catalog passes, a local rebuild passes and says so
     (verdicts.REBUILD) with the packages that differ, anything else is unknown."""
     p = images.of_server(server)
-    what = f"{p.name or p.id} ({p.entry} {p.version})" if p.kind != UNKNOWN else (p.name or p.id or "no image")
+    what = f"{p.name or p.id} ({p.entry} {p.version})" if p.kind != UNKNOWN else (p.name or p.id or "(volume)")
     if p.kind == CATALOG:
         return CHECK, PASS, f"{what}: the catalog's image, sha256 {p.sha256} (its lock's)"
     if p.kind == REBUILD:
