@@ -16,8 +16,15 @@ from nfvcat import cli
 from nfvcat.catalog import entries
 from nfvcat.cloud import deployed, image_provenance, tacker_lcm
 from tests.conftest import ROOT
-from tests.unit.cloudfake import (HEAT, NOVA, _discovery, connection, glance_images, instantiated_via_tacker,
-                                  provenance_image)
+from tests.unit.cloudfake import (
+    HEAT,
+    NOVA,
+    _discovery,
+    connection,
+    glance_images,
+    instantiated_via_tacker,
+    provenance_image,
+)
 
 REBUILT = provenance_image("img-rebuild", "nfvcat-vrouter-1.1.2", "rebuild", uploaded=b"a local rebuild",
                            differs="libpam-modules 1.5.2-6+deb12u2 -> 1.5.2-6+deb12u3; libpam0g 1.5.2-6+deb12u2 -> "

@@ -83,16 +83,15 @@ def of_image(image: dict[str, Any]) -> Provenance:
     if not lock_sha or not sha:
         return Provenance(iid, name, UNKNOWN, f"its provenance says {source} but names no "
                           f"{'nfvcat_lock_sha256' if not lock_sha else 'nfvcat_sha256'}")
-    known = dict(entry=str(image.get("nfvcat_entry") or ""), version=str(image.get("nfvcat_version") or ""),
-                 lock_sha256=lock_sha, sha256=sha)
+    entry, version = str(image.get("nfvcat_entry") or ""), str(image.get("nfvcat_version") or "")
     if source == CATALOG:
         if sha != lock_sha:
             return Provenance(iid, name, UNKNOWN, f"its provenance says catalog, but the sha256 uploaded ({sha}) is "
                               f"not the lock's ({lock_sha})")
-        return Provenance(iid, name, CATALOG, **known)
+        return Provenance(iid, name, CATALOG, "", entry, version, lock_sha, sha)
     if source == REBUILD:
         items, count, more = differing(str(image.get("nfvcat_differs") or ""))
-        return Provenance(iid, name, REBUILD, differs=items, differ_count=count, more=more, **known)
+        return Provenance(iid, name, REBUILD, "", entry, version, lock_sha, sha, items, count, more)
     return Provenance(iid, name, UNKNOWN, f"nfvcat_source {source!r} is neither catalog nor rebuild")
 
 

@@ -15,9 +15,10 @@ version is the stack's mark (``nfvcat list``). An upgrade interrupted anywhere (
 restarted) is finished by running the same command again.
 
 ``--via tacker``: NAME is a VNF instance; Tacker's v2 change_vnfpkg (RollingUpdate of every VDU) moves it to the
-target version's VNF package, onboarded first beside the one it runs (and the images it names before it); then its mark, then ``check``. The preview
-names the VNFCs the rolling update replaces and the CHANGELOG; a BaseHOT that drops a resource of the running
-one is refused (Tacker merges templates). ``--map``, ``-P`` and ``-e`` are Heat's only.
+target version's VNF package, onboarded first beside the one it runs (and the images it names before it); then its
+mark, then ``check``. The preview names the VNFCs the rolling update replaces and the CHANGELOG; a BaseHOT that
+drops a resource of the running one is refused (Tacker merges templates). ``--map``, ``-P`` and ``-e`` are Heat's
+only.
 
 Exit codes: 0 upgraded (or already there) and checked; 1 refused or bad usage; 2 the update failed (rolled back)
 or a check failed; 3 the cloud could not be asked.
