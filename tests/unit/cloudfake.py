@@ -72,6 +72,11 @@ class TackerFake:
     PROCESSING then ``outcome`` (COMPLETED, or FAILED_TEMP with ``reason``), rollback and delete. What an
     instantiate or heal makes (the server, the ports, the stack) is ``reported``, as Tacker would show it."""
 
+    EXCLUDE_DEFAULT = ("vnfConfigurableProperties", "vimConnectionInfo", "instantiatedVnfInfo", "metadata",
+                       "extensions")
+    MANDATORY = ("id", "vnfdId", "vnfProvider", "vnfProductName", "vnfSoftwareVersion", "vnfdVersion",
+                 "instantiationState")  # VnfInstanceV2's fields that are not nullable
+
     def __init__(self, m: requests_mock.Mocker, vnfd_id: str, onboarded: bool = True) -> None:
         self.m = m
         self.instances: dict[str, dict[str, Any]] = {}
@@ -101,10 +106,15 @@ class TackerFake:
         found = [i for i in self.instances.values() if "filter" not in req.url
                  or f"vnfInstanceName%2C{i['vnfInstanceName']}%29" in req.url
                  or f"vnfInstanceName,{i['vnfInstanceName']})" in req.url]
-        if "all_fields" in req.qs or "metadata" in req.qs.get("fields", [""])[0]:
+        # Tacker's v2 list, as its InstanceViewBuilder and AttributeSelector (SOL013 5.3): all_fields gives all;
+        # fields gives the mandatory attributes and those named (requests-mock's qs is lower case); else the
+        # default-excluded complex attributes are left out
+        if "all_fields" in req.qs:
             return found
-        # Tacker 16's v2 list, as its VnfInstanceView: metadata, extensions (...) only when selected
-        return [{k: v for k, v in i.items() if k not in ("metadata", "extensions")} for i in found]
+        if req.qs.get("fields"):
+            wanted = set(req.qs["fields"][0].split(","))
+            return [{k: v for k, v in i.items() if k in self.MANDATORY or k.lower() in wanted} for i in found]
+        return [{k: v for k, v in i.items() if k not in self.EXCLUDE_DEFAULT} for i in found]
 
     def _create(self, req: Any, ctx: Any) -> dict[str, Any]:
         body = req.json()
@@ -298,3 +308,36 @@ class SfcApi:
             ctx.status_code = 204
             return None
         return delete
+
+
+# ---- Glance images and their nfvcat provenance (nfvcat.cloud.onboarding.provenance) --------------------------
+
+def provenance_image(iid: str, name: str, source: str | None, lock: bytes = b"the lock's image",
+                     uploaded: bytes | None = None, differs: str = "none") -> dict[str, Any]:
+    """A Glance v2 image record (properties at the top level) with the provenance onboarding gives the file
+    ``uploaded`` (default: ``lock``, the file its lock names); ``source`` None: no nfvcat provenance at all."""
+    import hashlib
+
+    image: dict[str, Any] = {"id": iid, "name": name, "status": "active", "disk_format": "qcow2",
+                             "container_format": "bare", "visibility": "public", "hw_machine_type": "q35"}
+    if source is None:
+        return image
+    return {**image, "nfvcat_entry": "images/vrouter", "nfvcat_version": "1.1.2", "nfvcat_source": source,
+            "nfvcat_from": source, "nfvcat_lock_sha256": hashlib.sha256(lock).hexdigest(),
+            "nfvcat_sha256": hashlib.sha256(lock if uploaded is None else uploaded).hexdigest(),
+            "nfvcat_differs": differs}
+
+
+def glance_images(m: requests_mock.Mocker, images: list[dict[str, Any]]) -> None:
+    """Glance's GET /v2/images/{id} answering from ``images``; an id it does not hold is 404, as Glance
+    answers for an image deleted or not visible to the project."""
+    held = {i["id"]: i for i in images}
+
+    def show(req: Any, ctx: Any) -> Any:
+        iid = req.path.rsplit("/", 1)[1]
+        if iid not in held:
+            ctx.status_code = 404
+            return {"code": 404, "title": "Not Found", "message": f"No image found with ID {iid}"}
+        return held[iid]
+
+    m.get(re.compile(rf"^{GLANCE}/images/[^/?]+$"), json=show)

@@ -100,3 +100,18 @@ def test_the_cloud_targets_acl_and_qos_steps_follow_the_probes_verdicts(status: 
             steps.acl()
         with pytest.raises(cp.StepFailed):
             steps.qos()
+
+
+def test_the_check_step_names_the_image_each_server_booted_and_a_rebuild_passes() -> None:
+    from nfvcat.cloud.verdicts import REBUILD, UNKNOWN, Verdict
+
+    rebuilt = Verdict("vr", "vr-1", "image provenance", REBUILD, "nfvcat-vrouter-1.1.2 (images/vrouter 1.1.2): a "
+                      "local rebuild, sha256 ..., 4 package(s) differ from the lock: ...")
+    rows = cp.verdict_rows([Verdict("vr", "left", "bound", "pass", ""), rebuilt], "check")
+    assert cp.judge_checks(rows, None) == "all 2 check(s) pass; images: vr-1 nfvcat-vrouter-1.1.2 local rebuild"
+    assert cp.judge_checks(rows, ["bound"]) == "all 1 check(s) pass; images: vr-1 nfvcat-vrouter-1.1.2 local rebuild"
+    plain = Verdict("gw", "gw-1", "image provenance", UNKNOWN, "cirros: provenance unknown: no nfvcat provenance in "
+                    "its Glance properties")
+    with pytest.raises(cp.StepFailed, match=r"first: gw gw-1 image provenance: unknown .*; images: vr-1 "
+                       r"nfvcat-vrouter-1.1.2 local rebuild, gw-1 cirros unknown provenance$"):
+        cp.judge_checks(rows + cp.verdict_rows([plain], "check"), None)

@@ -5,6 +5,7 @@ deploys and `nfvcat list`, against a catalog in a throwaway git repository and O
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -129,6 +130,8 @@ def heat(repo: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
         _discovery(m)
         conn = connection()
         monkeypatch.setattr("nfvcat.cloud.connect.connect", lambda name, *timeouts: conn)
+        # the servers of a stack `list` names the images of (none here: tests/unit/test_image_provenance.py)
+        m.get(re.compile(rf"^{HEAT}/stacks/[^/]+/[^/]+/resources\?nested_depth=5$"), json={"resources": []})
         yield m
 
 
@@ -155,12 +158,12 @@ def test_list_shows_each_marked_stack_with_its_version_the_newest_and_outdated(h
     rows = {r["name"]: r for r in json.loads(capsys.readouterr().out)}
     assert set(rows) == {"old", "new"}
     assert rows["old"] == {"via": "heat", "name": "old", "id": "s1", "entry": "demo", "version": "1.0.0",
-                           "status": "CREATE_COMPLETE", "newest": "2.0.0", "outdated": True}
+                           "status": "CREATE_COMPLETE", "newest": "2.0.0", "outdated": True, "images": []}
     assert rows["new"]["outdated"] is False and rows["new"]["version"] == "2.0.0"
     assert cli.main(["list", "--os-cloud", "x"]) == 0
     text = capsys.readouterr().out.splitlines()
-    assert text[0].split() == ["via", "name", "entry", "version", "status", "newest", "outdated"]
-    assert text[2].split() == ["heat", "old", "demo", "1.0.0", "CREATE_COMPLETE", "2.0.0", "outdated"]
+    assert text[0].split() == ["via", "name", "entry", "version", "status", "newest", "outdated", "images"]
+    assert text[2].split() == ["heat", "old", "demo", "1.0.0", "CREATE_COMPLETE", "2.0.0", "outdated", "-"]
     assert cli.main(["list", "--os-cloud", "x", "-f", "value", "-c", "name", "-c", "outdated"]) == 0
     assert capsys.readouterr().out.splitlines() == ["new False", "old True"]
 

@@ -19,7 +19,7 @@ from nfvcat.cloud import check as chk
 from nfvcat.cloud import verdicts as vd
 from nfvcat.cloud.hostaccess import HostCell, HostFacts, HostPages, LibvirtXml, PciDevice
 from nfvcat_testbeds.devcloud.hostaccess import DevcloudState
-from tests.unit.cloudfake import connection
+from tests.unit.cloudfake import connection, glance_images, provenance_image
 
 INVENTORY = """
 kind: nfvcat/inventory
@@ -76,6 +76,11 @@ NETWORKS = {
     "net-mgmt": {"id": "net-mgmt", "provider:network_type": "vlan", "provider:physical_network": "physnet_mgmt",
                  "provider:segmentation_id": 310},
 }
+IMAGES = [provenance_image("img-catalog", "nfvcat-vrouter-1.1.2", "catalog"),
+          provenance_image("img-rebuild", "nfvcat-vrouter-1.1.2", "rebuild", uploaded=b"a local rebuild",
+                           differs="libpam0g 1.5.2-6+deb12u2 -> 1.5.2-6+deb12u3; builder 3 -> 4; and 2 more"),
+          provenance_image("img-plain", "cirros", None),
+          provenance_image("img-claims", "nfvcat-vrouter-1.1.2", "catalog", uploaded=b"another file")]
 QAT_RP = {"rp-qat0": f"{SMT}_0000:3D:00.0", "rp-qat1": f"{SMT}_0000:B1:00.0", "rp-smt": SMT}
 
 
@@ -93,14 +98,16 @@ class Cloud:
         m.get(re.compile(r"http://neutron\.test/(v2\.0/)?networks/.*"), json=self._network)
         m.get(re.compile(r"http://placement\.test/allocations/.*"), json=self._allocations)
         m.get(re.compile(r"http://placement\.test/resource_providers/.*"), json=self._rp)
+        glance_images(m, IMAGES)
 
     def _resources(self, req: Any, ctx: Any) -> dict[str, Any]:
         return {"resources": [{"resource_type": "OS::Nova::Server", "physical_resource_id": sid,
                                "resource_name": sid} for sid in self.servers]}
 
     def _view(self, s: dict[str, Any]) -> dict[str, Any]:
+        image = s.get("image", "img-catalog")  # "": booted from a volume, as Nova shows it
         out: dict[str, Any] = {"id": s["id"], "name": s["name"], "status": "ACTIVE",
-                               "flavor": {"extra_specs": s["specs"]}}
+                               "flavor": {"extra_specs": s["specs"]}, "image": {"id": image} if image else ""}
         if self.admin:
             out["OS-EXT-SRV-ATTR:host"] = s["host"]
         return out
@@ -592,3 +599,42 @@ def test_report_is_ok_only_when_every_verdict_passes() -> None:
     assert vd.passed(v[:1]) is True
     assert vd.passed([]) is False
     assert "1 of 2 not passed" in vd.report(v, "s", "text")
+
+
+# ---- the image each server boots: catalog, local rebuild, or unknown provenance ---------------------------------
+
+def test_each_server_has_a_verdict_on_its_images_provenance(mock: requests_mock.Mocker) -> None:
+    servers = [pinned("cat"), {**pinned("reb", {0: 6, 1: 7, 2: 18, 3: 19}), "image": "img-rebuild"},
+               {**pinned("plain", {0: 2, 1: 3, 2: 4, 3: 5}, host=NOSMT), "image": "img-plain"},
+               {**pinned("claims", {0: 10, 1: 11, 2: 12, 3: 13}, host=NOSMT), "image": "img-claims"},
+               {**pinned("gone", {0: 6, 1: 7, 2: 14, 3: 15}, host=NOSMT), "image": "img-deleted"},
+               {**pinned("volume", {0: 20, 1: 21, 2: 22, 3: 23}), "image": ""}]
+    verdicts(mock, servers)
+    got = {v.subject: v for v in LAST if v.check == "image provenance"}
+    assert {s: v.status for s, v in got.items()} == {
+        "cat": vd.PASS, "reb": vd.REBUILD, "plain": vd.UNKNOWN, "claims": vd.UNKNOWN, "gone": vd.UNKNOWN,
+        "volume": vd.UNKNOWN}
+    lock = IMAGES[0]["nfvcat_lock_sha256"]
+    assert got["cat"].detail == (f"nfvcat-vrouter-1.1.2 (images/vrouter 1.1.2): the catalog's image, sha256 {lock} "
+                                 "(its lock's)")
+    assert got["reb"].detail == (
+        f"nfvcat-vrouter-1.1.2 (images/vrouter 1.1.2): a local rebuild, sha256 {IMAGES[1]['nfvcat_sha256']} (the "
+        f"lock's {lock}), 3 package(s) differ from the lock: libpam0g 1.5.2-6+deb12u2 -> 1.5.2-6+deb12u3; "
+        "builder 3 -> 4; and 2 more")
+    assert got["plain"].detail == "cirros: provenance unknown: no nfvcat provenance in its Glance properties"
+    assert "says catalog, but the sha256 uploaded" in got["claims"].detail
+    assert "img-deleted: provenance unknown: Glance does not show this image" in got["gone"].detail
+    assert "boots from a volume" in got["volume"].detail
+    glance = [r.path for r in mock.request_history if r.hostname == "glance.test" and "/images/" in r.path]
+    assert sorted(glance) == sorted(set(glance))  # each image asked for once
+
+
+def test_a_local_rebuild_passes_and_says_so_unknown_provenance_never_passes(mock: requests_mock.Mocker) -> None:
+    verdicts(mock, [{**pinned("a"), "image": "img-rebuild"}, pinned("b", {0: 6, 1: 7, 2: 18, 3: 19})])
+    assert vd.passed(LAST) and [v.status for v in LAST if v.status != vd.PASS] == [vd.REBUILD]
+    text = vd.report(LAST, "chain", "text")
+    assert text.endswith(f"chain: all {len(LAST)} checks pass; 1 server(s) boot a local rebuild of a catalog "
+                         "image, not the catalog's own")
+    assert json.loads(vd.report(LAST, "chain", "json"))["ok"] is True
+    verdicts(mock, [{**pinned("a"), "image": "img-plain"}])
+    assert not vd.passed(LAST) and "1 of" in vd.report(LAST, "chain", "text")

@@ -130,3 +130,76 @@ def test_an_image_glance_has_for_that_lock_is_used_as_it_is(repo: Path, fake: An
     assert cli.main(["instantiate", "chain@1.0.0", "--no-check", "--ready-timeout", "0", "--os-cloud", "x"]) == 0
     assert f"image demo-1.0.0: images/demo 1.0.0, in Glance already (catalog, sha256 {sha}" in capsys.readouterr().err
     assert sent(fake, "POST", r"/v2/images$") == [] and len(sent(fake, "POST", r"/stacks$")) == 1
+
+
+# ---- the same through Tacker: `instantiate --via tacker vnfd/NAME@VERSION` ------------------------------------
+
+def _release_vnfd(repo: Path, version: str) -> None:
+    """vnfd/vnf-vrouter at ``version``, its VNFD's image the Glance name of images/demo at that version; released."""
+    import yaml
+
+    d = repo / "vnfd" / "vnf-vrouter"
+    shutil.rmtree(d, ignore_errors=True)
+    shutil.copytree(ROOT / "vnfd" / "vnf-vrouter", d)
+    meta = yaml.safe_load((d / "entry.yaml").read_text())
+    meta.update(version=version, images=[{"name": f"demo-{version}", "image": "demo", "version": version}])
+    (d / "entry.yaml").write_text(yaml.safe_dump(meta, sort_keys=False))
+    releases.write_record(repo, releases.snapshot(repo))
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", f"vnf-vrouter {version}")
+
+
+@pytest.fixture
+def tacker(repo: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    import requests_mock
+
+    from nfvcat.cloud import tacker_lcm
+    from tests.unit.cloudfake import NEUTRON, TACKER, TackerFake, _discovery
+
+    _release_vnfd(repo, "1.0.0")
+    _release_vnfd(repo, "1.1.0")
+    entry = repo / "vnfd" / "vnf-vrouter"
+    with requests_mock.Mocker() as m:
+        _discovery(m)
+        conn = connection(nfv_orchestration_endpoint_override=TACKER)
+        monkeypatch.setattr("nfvcat.cloud.connect.connect", lambda name, *deadlines: conn)
+        for name in ("nfv-sriov-left", "nfv-sriov-right"):
+            m.get(f"{NEUTRON}/networks/{name}", status_code=404)
+            m.get(f"{NEUTRON}/networks?name={name}", json={"networks": [{"id": f"{name}-id", "name": name}]})
+        fake = TackerFake(m, tacker_lcm.vnfd_id(entry, "Definitions/vnf-vrouter_top.vnfd.yaml"))
+        fake.polls_before_done = 0
+        yield m
+
+
+def test_instantiate_via_tacker_of_a_release_uploads_its_image_before_tacker_is_called(
+        tacker: Any, tmp_path: Path, capsys: Any) -> None:
+    old = b"the image of release 1.0.0"
+    files = tmp_path / "images"
+    files.mkdir()
+    (files / "demo-1.0.0.qcow2").write_bytes(old)
+    _glance_accepts(tacker, "demo-1.0.0", old)
+    assert cli.main(["instantiate", "--via", "tacker", "vnfd/vnf-vrouter@1.0.0", "--no-check", "--os-cloud", "x",
+                     "--image-dir", str(files)]) == 0
+    err = capsys.readouterr().err
+    assert "image demo-1.0.0: images/demo 1.0.0 (from the release record's git tree" in err
+    assert f"from --image-dir {files / 'demo-1.0.0.qcow2'}, sha256 {hashlib.sha256(old).hexdigest()}: create" in err
+    calls = [(r.method, r.hostname, r.path) for r in tacker.request_history]
+    upload = calls.index(("PUT", "glance.test", f"/v2/images/{IMAGE_ID}/file"))
+    first_tacker = next(i for i, c in enumerate(calls) if c[1] == "tacker.test")
+    assert calls.index(("POST", "glance.test", "/v2/images")) < upload < first_tacker
+    created = sent(tacker, "POST", r"/v2/images$")[0].json()
+    assert (created["name"], created["nfvcat_version"], created["nfvcat_source"]) == ("demo-1.0.0", "1.0.0", "catalog")
+    [inst] = [r.json() for r in sent(tacker, "POST", r"/vnflcm/v2/vnf_instances$")]
+    assert inst["metadata"] == {"nfvcat": "nfvcat:vnf-vrouter@1.0.0"}
+
+
+def test_instantiate_via_tacker_of_a_release_refuses_another_file_and_calls_no_tacker(
+        tacker: Any, tmp_path: Path, capsys: Any) -> None:
+    newer = tmp_path / "newer.qcow2"
+    newer.write_bytes(b"the image of release 1.1.0")
+    _glance_accepts(tacker, "demo-1.0.0", b"")
+    assert cli.main(["instantiate", "--via", "tacker", "vnfd/vnf-vrouter@1.0.0", "--no-check", "--os-cloud", "x",
+                     "--image", f"demo={newer}"]) == 2
+    assert "not uploaded" in capsys.readouterr().err
+    assert [r for r in tacker.request_history if r.hostname == "tacker.test"] == []
+    assert sent(tacker, "POST", r"/v2/images$") == []

@@ -152,3 +152,29 @@ def test_lcm_user_data_gives_the_new_basehot_and_refuses_the_rollback(later: ent
     assert sorted(fields["files"]) == [hook, "vrouter.yaml"]
     with pytest.raises(ValueError, match="do not roll back a change_vnfpkg"):
         ud.VnfUserDataV2.change_vnfpkg_rollback({}, inst, {"dstVnfdId": new_id}, {}, str(csar))
+
+
+def test_the_command_puts_the_targets_images_on_the_cloud_before_change_vnfpkg(
+        fake: Any, later: entries.Entry, monkeypatch: pytest.MonkeyPatch, capsys: Any) -> None:
+    from nfvcat import cli
+    from nfvcat.cloud import onboarding
+    from nfvcat.packaging.images import refs
+    from tests.unit.cloudfake import GLANCE, TACKER
+
+    m, conn, _, _, _ = fake
+    monkeypatch.setattr("nfvcat.cloud.connect.connect", lambda name, *deadlines: conn)
+    monkeypatch.setattr("nfvcat.core.waiting.time.sleep", lambda s: None)  # the command's Tacker polls every 2 s
+    [ref] = later.meta["images"]
+    lock_sha = onboarding.locked_sha256(refs.glance_image(ROOT, ref))
+    m.get(f"{GLANCE}/images?name={ref['name']}", json={"images": [
+        {"id": "img-1", "name": ref["name"], "status": "active", "nfvcat_lock_sha256": lock_sha,
+         "nfvcat_sha256": lock_sha, "nfvcat_source": "catalog"}]})
+    new_id = vnfd_ids.descriptor_id("vnf-vrouter", NEXT)
+    m.get(f"{TACKER}/vnfpkgm/v1/vnf_packages", json=[{"id": "pkg-2", "vnfdId": new_id, "onboardingState": "ONBOARDED",
+                                                       "operationalState": "ENABLED"}])
+    assert cli.main(["upgrade", "vr1", "--via", "tacker", "--yes", "--no-check", "--os-cloud", "x"]) == 0
+    err = capsys.readouterr().err
+    assert f"image {ref['name']}: images/vrouter {ref['version']}, in Glance already (catalog, sha256 {lock_sha}" in err
+    calls = [(r.method, r.hostname, r.path) for r in m.request_history]
+    looked = calls.index(("GET", "glance.test", "/v2/images"))
+    assert looked < calls.index(("POST", "tacker.test", "/vnflcm/v2/vnf_instances/inst-1/change_vnfpkg"))

@@ -138,17 +138,31 @@ def verdict_rows(verdicts: list[Any], source: str) -> list[dict[str, str]]:
 
 
 def judge_checks(rows: list[dict[str, str]], wanted: list[str] | None) -> str:
-    """Every check named in ``wanted`` (all when None) ran and passed; 'needs admin' or 'unknown' is no pass."""
+    """Every check named in ``wanted`` (all when None) ran and passed; 'needs admin' or 'unknown' is no pass, a
+    server on a local rebuild of a catalog image passes. The message names the image each server booted."""
+    from nfvcat.cloud.verdicts import REBUILD
+
     counted = [r for r in rows if wanted is None or r["check"] in wanted]
     missing = sorted(set(wanted or []) - {r["check"] for r in rows})
     if missing:
         raise StepFailed(f"expected check(s) did not run: {', '.join(missing)}")
-    bad = [r for r in counted if r["status"] != PASS]
+    bad = [r for r in counted if r["status"] not in (PASS, REBUILD)]
     if bad:
         b = bad[0]
         raise StepFailed(f"{len(bad)} of {len(counted)} check(s) not passed, first: {b['vnf']} {b['subject']} "
-                         f"{b['check']}: {b['status']} {b['detail']}".rstrip())
-    return f"all {len(counted)} check(s) pass"
+                         f"{b['check']}: {b['status']} {b['detail']}{images_tested(rows)}".rstrip())
+    return f"all {len(counted)} check(s) pass{images_tested(rows)}"
+
+
+def images_tested(rows: list[dict[str, str]]) -> str:
+    """``; images: SERVER NAME catalog, ...``: what each server booted, from check's image provenance rows."""
+    from nfvcat.cloud.image_provenance import CHECK
+    from nfvcat.cloud.verdicts import REBUILD
+
+    kind = {PASS: "catalog", REBUILD: "local rebuild"}
+    named = [f"{r['subject']} {r['detail'].split(' ', 1)[0].rstrip(':')} {kind.get(r['status'], 'unknown provenance')}"
+             for r in rows if r["check"] == CHECK]
+    return f"; images: {', '.join(named)}" if named else ""
 
 
 @dataclass

@@ -1,7 +1,7 @@
 """What one run of ``nfvcat check`` looks up once and shares between its checks (:mod:`placement_check`,
 :mod:`cpu_sharing`, :mod:`pci_records`): the verdicts so far, the inventory's hosts, the host access, and the
 networks, the other instances of a host, each server's host facts, each host's CPU map and resource provider
-names it has read."""
+names it has read, and the Glance images its servers boot from."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from nfvcat.catalog import inventory as inventory_mod
 from nfvcat.catalog import site as site_profile
 from nfvcat.cloud.connect import call
 from nfvcat.cloud.hostaccess import HostAccess, HostFacts
+from nfvcat.cloud.image_provenance import Images
 from nfvcat.cloud.verdicts import HOST_ACCESS, Verdict
 
 TOPOLOGY_MICROVERSION = "2.78"
@@ -58,6 +59,7 @@ class CheckContext:
         self.hosts = {h.name: h for h in (inv.hosts if inv else [])}
         self.site = site_profile.of_catalog(catalog.find_root()).physnets
         self.access = access
+        self.images = Images(conn)  # each Glance image asked for once
         self.verdicts: list[Verdict] = []
         self._nets: dict[str, dict[str, Any]] = {}
         self._neighbours: dict[str, dict[str, Neighbour] | None] = {}

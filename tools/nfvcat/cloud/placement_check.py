@@ -5,6 +5,7 @@ Per server (GET /servers/{id}/topology, microversion 2.78): guest NUMA cells; ev
 (all for ``dedicated``, those of ``hw:cpu_dedicated_mask`` for ``mixed``, none for ``shared``) pinned, each
 on a pCPU of its own, inside the host node's cpu_dedicated_set (inventory); page size. The pCPUs it shares
 with the host's other instances, its emulator threads and its thread policy: :mod:`nfvcat.cloud.cpu_sharing`.
+The image it boots, catalog or local rebuild, from its Glance provenance: :mod:`nfvcat.cloud.image_provenance`.
 PCI devices of the flavor and SR-IOV ports' VFs, from Placement, Neutron and Nova's records:
 :mod:`nfvcat.cloud.pci_records`. Per port: bound, on the server's host, vif_type as the vnic type and physnet
 kind require (vhost-user only with huge-page guest memory), physnet and VLAN.
@@ -20,7 +21,7 @@ from typing import Any
 
 from nfvcat.catalog import inventory as inventory_mod
 from nfvcat.catalog import units
-from nfvcat.cloud import cpu_sharing, pci_records
+from nfvcat.cloud import cpu_sharing, image_provenance, pci_records
 from nfvcat.cloud.check_context import TOPOLOGY_MICROVERSION, CheckContext, extra_specs
 from nfvcat.cloud.connect import call
 from nfvcat.cloud.verdicts import ADMIN, FAIL, PASS, UNKNOWN
@@ -35,6 +36,7 @@ class Checker(CheckContext):
                    microversion=TOPOLOGY_MICROVERSION)["server"]
         name = srv.get("name", sid)
         self.add(vnf, name, "server ACTIVE", PASS if srv["status"] == "ACTIVE" else FAIL, srv["status"])
+        self.add(vnf, name, *image_provenance.verdict(self.images, srv))
         host = srv.get("OS-EXT-SRV-ATTR:host")
         specs = extra_specs(srv)
         topo = self.topology(sid, name)

@@ -72,3 +72,14 @@ def ensure(conn: Any, root: Path, meta: dict[str, Any] | None, image_dir: Path |
         out.append(Needed(str(ref["name"]), image, version, f"{source}, sha256 {digest}", actions[0].verb))
         say(f"image {ref['name']}: images/{image} {version} from {source}, sha256 {digest}: {actions[0].verb}")
     return out
+
+
+def ensure_vnf(conn: Any, root: Path, entry: Any, vnfd_id: str, image_dir: Path | None, overrides: dict[str, Path],
+               say: Any) -> onboarding.Action:
+    """A vnfd entry version (``entry``, e.g. a release's) ready for Tacker: the images it names (``ensure``, the
+    Glance names its VNFD's sw_image_data gives), then its VNF package beside the others
+    (``onboarding.ensure_package``). ``instantiate --via tacker NAME@VERSION`` and ``upgrade --via tacker``."""
+    ensure(conn, root, entry.meta, image_dir, overrides, say)
+    done = onboarding.ensure_package(conn, entry.dir, vnfd_id, say)
+    say(f"VNF package {entry.name} {entry.meta['version']}: {done.verb} ({done.detail})")
+    return done

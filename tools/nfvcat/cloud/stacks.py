@@ -257,19 +257,20 @@ def delete_and_verify(conn: Any, stacks: Stacks, name: str, timeout: float) -> l
     return left
 
 
-def stack_resources(conn: Any, stack_name: str) -> list[dict[str, Any]]:
-    """Every resource of the stack and its nested stacks (Heat's list, nested_depth 5)."""
+def stack_resources(conn: Any, stack_name: str, missing_ok: bool = False) -> list[dict[str, Any]]:
+    """Every resource of the stack and its nested stacks (Heat's list, nested_depth 5); a stack Heat does not
+    know is an error, or none with ``missing_ok`` (one deleted meanwhile)."""
     body = call(conn.orchestration, "GET", f"/stacks/{stack_name}/resources?nested_depth=5",
                 f"stack {stack_name} resources", ok=(200, 404))
-    if body is None:
+    if body is None and not missing_ok:
         raise UserError(f"no stack {stack_name}", 1)
-    return list(body.get("resources", []))
+    return list((body or {}).get("resources", []))
 
 
-def servers_of(conn: Any, stack_name: str) -> list[tuple[str, str]]:
+def servers_of(conn: Any, stack_name: str, missing_ok: bool = False) -> list[tuple[str, str]]:
     """(VNF name, server id) for every OS::Nova::Server of the stack and its nested stacks."""
     out = []
-    for r in stack_resources(conn, stack_name):
+    for r in stack_resources(conn, stack_name, missing_ok):
         if r.get("resource_type") == "OS::Nova::Server" and r.get("physical_resource_id"):
             parent = r.get("parent_resource") or r["resource_name"]
             out.append((str(parent), str(r["physical_resource_id"])))

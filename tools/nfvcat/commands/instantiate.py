@@ -9,7 +9,9 @@ environment variables and are never printed.
 ``--via tacker vnfd/NAME``: the VNF package of the entry, onboarded on the cloud, instantiated by Tacker's v2
 VNF LCM (deployment flavour, instantiation level, external virtual links to the catalog's provider networks,
 ``-P`` values and secrets as additionalParams), the LCM operation waited for; on failure its reason is shown,
-it is rolled back and the VNF instance deleted. Then ``check`` runs on the stack Tacker made.
+it is rolled back and the VNF instance deleted. Then ``check`` runs on the stack Tacker made. ``--via tacker
+vnfd/NAME@VERSION``: that release's images (the Glance names of its VNFD), then its VNF package, are put on the
+cloud first, as for Heat.
 
 After the stack, each VNF's ready line (``NFVCAT-<VNF>-READY``, printed by its day-0 hook) is waited for in Nova's
 console log, with progress (``--ready-timeout``); a VNF in ERROR or not ready in time fails (the stack is kept).
@@ -92,15 +94,24 @@ def run(args: argparse.Namespace) -> int:
 def _via_tacker(args: argparse.Namespace) -> int:
     from nfvcat import catalog
     from nfvcat.catalog import history
-    from nfvcat.cloud import tacker_lcm
+    from nfvcat.cloud import release_images, tacker_lcm
+    from nfvcat.cloud.connect import cloud_errors
 
-    entry = history.resolve(catalog.require_root(), args.chain, "vnfd")
+    root = catalog.require_root()
+    entry = history.resolve(root, args.chain, "vnfd")
+    released = history.split(args.chain)[1] is not None and not os.path.exists(args.chain)
+    image_dir, overrides = options.image_overrides(args)
     req = tacker_lcm.Request(name=args.vnf or entry.name, flavour=args.flavour, level=args.instantiation_level,
                              ext_networks=dict(args.ext_net),
                              additional=tacker_lcm.additional_params(entry.dir, dict(args.parameter), args.secrets))
     inv, access = options.open_checked(args)
     conn = options.cloud_connection(args)
-    tk = tacker_lcm.Tacker(conn, options.progress(args))
+    say = options.progress(args)
+    tk = tacker_lcm.Tacker(conn, say)
+    if released:  # that release's images (the Glance names its VNFD's sw_image_data gives), then its package
+        with cloud_errors(f"instantiate {req.name}"):
+            release_images.ensure_vnf(conn, root, entry, tacker_lcm.vnfd_id(entry.dir, entry.meta["template"]),
+                                      image_dir, overrides, say)
     vnf = tacker_lcm.instantiate(conn, tk, entry.dir, entry.meta, req, args.timeout)
     text, ok = tacker_lcm.check_and_report(conn, vnf, inv, access, args.format, check=not args.no_check)
     print(text)

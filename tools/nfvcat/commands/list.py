@@ -1,6 +1,9 @@
 """``nfvcat list``: what nfvcat deployed on the cloud (Heat stacks and Tacker VNF instances carrying its
 ``nfvcat:NAME@VERSION`` mark), each with its catalog entry, version and status, the newest version the catalog
-offers (its releases and the working tree) and ``outdated`` where that one is newer (``nfvcat upgrade``).
+offers (its releases and the working tree) and ``outdated`` where that one is newer (``nfvcat upgrade``), and
+the images its servers boot from, each ``catalog`` (the catalog's image, its lock's sha256), ``rebuild (N
+packages differ)`` (a local rebuild, made when Debian's mirror moved on) or ``unknown`` (no nfvcat provenance
+in Glance), as the image's Glance properties say. ``-f json`` gives each image's provenance in full.
 ``-f table|value|csv|yaml`` and ``-c COLUMN`` print as the openstack CLI does."""
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-COLUMNS = ("via", "name", "entry", "version", "status", "newest", "outdated")
+COLUMNS = ("via", "name", "entry", "version", "status", "newest", "outdated", "images")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -34,13 +37,16 @@ def run(args: argparse.Namespace) -> int:
     with cloud_errors("list"):
         rows = listing(conn, root)
     if options.tabular(args):  # -f table|value|csv|yaml, -c COLUMN: as `openstack stack list`
-        options.emit(args, COLUMNS, [[r.as_dict()[c] for c in COLUMNS] for r in rows])
+        text = args.format in ("table", "value", "csv")  # images: `NAME catalog, ...`; in json and yaml, data
+        options.emit(args, COLUMNS, [[(r.images_text if text else r.images) if c == "images" else r.as_dict()[c]
+                                      for c in COLUMNS] for r in rows])
         return EXIT_OK
     if args.format == "json":
         print(json.dumps([r.as_dict() for r in rows], indent=2))
         return EXIT_OK
-    table = [COLUMNS] + [tuple("outdated" if c == "outdated" and r.outdated else
-                               "" if c == "outdated" else str(getattr(r, c) or "-") for c in COLUMNS) for r in rows]
+    table = [COLUMNS] + [tuple("outdated" if c == "outdated" and r.outdated else "" if c == "outdated" else
+                               (r.images_text if c == "images" else str(getattr(r, c) or "")) or "-"
+                               for c in COLUMNS) for r in rows]
     widths = [max(len(row[i]) for row in table) for i in range(len(COLUMNS))]
     for row in table:
         print("  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip())

@@ -15,9 +15,10 @@ version is the stack's mark (``nfvcat list``). An upgrade interrupted anywhere (
 restarted) is finished by running the same command again.
 
 ``--via tacker``: NAME is a VNF instance; Tacker's v2 change_vnfpkg (RollingUpdate of every VDU) moves it to the
-target version's VNF package, onboarded first beside the one it runs; then its mark, then ``check``. The preview
-names the VNFCs the rolling update replaces and the CHANGELOG; a BaseHOT that drops a resource of the running
-one is refused (Tacker merges templates). ``--map``, ``-P`` and ``-e`` are Heat's only.
+target version's VNF package, onboarded first beside the one it runs (and the images it names before it); then its
+mark, then ``check``. The preview names the VNFCs the rolling update replaces and the CHANGELOG; a BaseHOT that
+drops a resource of the running one is refused (Tacker merges templates). ``--map``, ``-P`` and ``-e`` are Heat's
+only.
 
 Exit codes: 0 upgraded (or already there) and checked; 1 refused or bad usage; 2 the update failed (rolled back)
 or a check failed; 3 the cloud could not be asked.
@@ -109,7 +110,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _via_tacker(args: argparse.Namespace) -> int:
     from nfvcat import catalog
-    from nfvcat.cloud import onboarding, tacker_lcm, tacker_upgrade
+    from nfvcat.cloud import release_images, tacker_lcm, tacker_upgrade
+    from nfvcat.cloud.connect import cloud_errors
 
     heat_only = [o for o, given in (("--map", args.map), ("-P", args.parameter), ("-e", args.environment)) if given]
     if heat_only:
@@ -129,9 +131,11 @@ def _via_tacker(args: argparse.Namespace) -> int:
     if not args.yes and not confirm(plan):
         raise UserError("not confirmed (--yes skips the question)", EXIT_USAGE)
 
-    def onboard(entry: Any, vnfd_id: str) -> None:
-        done = onboarding.ensure_package(conn, entry.dir, vnfd_id, say)
-        say(f"VNF package {done.name} {entry.meta['version']}: {done.verb} ({done.detail})")
+    image_dir, overrides = options.image_overrides(args)
+
+    def onboard(entry: Any, vnfd_id: str) -> None:  # the target's images, then its package, before change_vnfpkg
+        with cloud_errors(f"upgrade {args.stack}"):
+            release_images.ensure_vnf(conn, root, entry, vnfd_id, image_dir, overrides, say)
 
     vnf = tacker_upgrade.upgrade(tk, root, args.stack, args.to, args.timeout, onboard)
     say(f"{args.stack}: {vnf['upgrade']['entry']}@{vnf['upgrade']['to']} (vnfdId {vnf['upgrade']['vnfdId']})")
