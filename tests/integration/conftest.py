@@ -74,8 +74,9 @@ def glance_name(image: str) -> str:
 def onboarded(devcloud: None, conn: Any) -> list[str]:
     """The catalog on the dev cloud by `nfvcat onboard` alone, as a user puts it on theirs: the product images
     (by the one rule of nfvcat.packaging.images.obtain, from $NFVCAT_IMAGE_CACHE: in CI tox points it into the
-    run's own directory, empty at the start: this tier builds them, and the day-0 tier after it boots them; builds are cached by
-    their inputs, so when Debian's mirror moved past a lock both tiers share one local rebuild), each verified
+    run's own directory, empty at the start: this tier builds them, and the day-0 tier after it boots them; builds
+    are cached by their inputs, so when Debian's mirror moved past a lock both tiers share one local rebuild), each
+    verified
     against its image.lock's sha256 or its rebuild's record before upload; the flavors, networks, packages.
     The simulated hypervisor boots none of them: what the tier proves is that Glance holds the exact images."""
     t0 = time.monotonic()
