@@ -12,13 +12,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("site", help="build the catalog's static web site (entries, chain diagrams, versions)",
                               description=__doc__)
     p.add_argument("-o", "--output", required=True, metavar="DIR", help="directory to write the site into")
+    p.add_argument("--mirror", action="store_true",
+                   help="ask Debian's mirror whether it has moved past each image lock (network; without it the "
+                        "pages say the mirror was not checked)")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from nfvcat import catalog
     from nfvcat.packaging import site
+    from nfvcat.plan import document
 
-    written = site.build(catalog.require_root(), Path(args.output))
-    print(f"{Path(args.output) / 'index.html'}: {len(written)} page(s)")
+    written = site.build(catalog.require_root(), Path(args.output),
+                         plan=document.of_template, check_mirror=args.mirror)
+    print(f"{Path(args.output) / 'index.html'}: {len(written)} file(s)")
     return 0

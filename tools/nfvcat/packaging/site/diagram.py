@@ -60,8 +60,11 @@ def _ref(v: Any) -> tuple[str, str] | None:
     return None
 
 
-def model(template: dict[str, Any], env: dict[str, Any] | None = None) -> Chain:
-    """The chain a HOT template describes, with ``env`` (an example environment's parameters) for its values."""
+def model(template: dict[str, Any], env: dict[str, Any] | None = None,
+          provider: dict[str, dict[str, Any]] | None = None) -> Chain:
+    """The chain a HOT template describes, with ``env`` (an example environment's parameters) for its values;
+    ``provider``: the catalog's provider networks by name (nfvcat.catalog.provider_networks), which give the
+    physnet and VLAN of a network the template takes by name."""
     specs = template.get("parameters") or {}
     params = {str(k): (s or {}).get("default") for k, s in specs.items() if isinstance(s, dict)}
     params.update((env or {}).get("parameters") or {})
@@ -92,7 +95,7 @@ def model(template: dict[str, Any], env: dict[str, Any] | None = None) -> Chain:
                 if ref is None:
                     continue
                 label = str(key).removesuffix("_network")
-                vnf.ports.append((label, _net(ref, networks, params), "ovs" if label == "mgmt" else plane))
+                vnf.ports.append((label, _net(ref, networks, params, provider), "ovs" if label == "mgmt" else plane))
             qos = [str(k) for k, v in props.items() if "qos" in str(k) and _value(v, params)]
             vnf.notes += [f"QoS policy: {k}" for k in qos]
             group = _ref(props.get("server_group"))
@@ -109,11 +112,11 @@ def model(template: dict[str, Any], env: dict[str, Any] | None = None) -> Chain:
                     pnet = _ref(pprops.get("network"))
                     if pnet:
                         short = port[1].removeprefix(f"{name}_").removesuffix("_port")
-                        vnf.ports.append((short, _net(pnet, networks, params), vnic))
+                        vnf.ports.append((short, _net(pnet, networks, params, provider), vnic))
                     if _value(pprops.get("qos_policy"), params):
                         vnf.notes.append(f"QoS policy on {port[1]}")
                 elif net:
-                    vnf.ports.append(("port", _net(net, networks, params), "normal"))
+                    vnf.ports.append(("port", _net(net, networks, params, provider), "normal"))
             hints = props.get("scheduler_hints") or {}
             group = _ref(hints.get("group")) if isinstance(hints, dict) else None
             vnf.group = group[1] if group and group[1] in groups else None
@@ -133,12 +136,20 @@ def model(template: dict[str, Any], env: dict[str, Any] | None = None) -> Chain:
     return Chain(vnfs, networks, groups)
 
 
-def _net(ref: tuple[str, str], networks: dict[str, str], params: dict[str, Any]) -> str:
+def _net(ref: tuple[str, str], networks: dict[str, str], params: dict[str, Any],
+         provider: dict[str, dict[str, Any]] | None = None) -> str:
     kind, name = ref
     key = f"{kind}:{name}"
     if key not in networks:
-        value = params.get(name) if kind == "param" else None
-        networks[key] = f"{name} = {value}" if value else (f"{name} (parameter)" if kind == "param" else name)
+        value = params.get(name) if kind == "param" else name if kind == "name" else None
+        label = f"{name} = {value}" if value and kind == "param" else (
+            f"{name} (parameter)" if kind == "param" else name)
+        known = (provider or {}).get(value) if isinstance(value, str) else None
+        if known:  # a provider network of the catalog (net-provider's): its type, physnet and VLAN
+            bits = [str(known[k]) for k in ("network_type", "physical_network") if known.get(k)]
+            vlan = known.get("segmentation_id")
+            label += "  [" + " ".join(bits) + (f" VLAN {vlan}" if vlan is not None else "") + "]"
+        networks[key] = label
     return key
 
 
