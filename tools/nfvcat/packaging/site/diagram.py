@@ -74,11 +74,8 @@ def model(template: dict[str, Any], env: dict[str, Any] | None = None,
     for name, res in resources.items():
         props = res.get("properties") or {}
         if res.get("type") in ("OS::Neutron::ProviderNet", "OS::Neutron::Net"):
-            bits = [str(_value(props.get(k), params)) for k in ("network_type", "physical_network")
-                    if _value(props.get(k), params)]
-            vlan = _value(props.get("segmentation_id"), params)
-            networks[f"resource:{name}"] = " ".join([name, *(f"[{b}]" for b in bits)]) + (
-                f" VLAN {vlan}" if vlan is not None else "")
+            networks[f"resource:{name}"] = name + _segment(
+                {k: _value(props.get(k), params) for k in ("network_type", "physical_network", "segmentation_id")})
         elif res.get("type") == "OS::Nova::ServerGroup":
             policies = _value(props.get("policies"), params) or [_value(props.get("policy"), params)]
             policy = ", ".join(str(_value(p, params)) for p in policies if p) if isinstance(policies, list) else ""
@@ -136,6 +133,14 @@ def model(template: dict[str, Any], env: dict[str, Any] | None = None,
     return Chain(vnfs, networks, groups)
 
 
+def _segment(net: dict[str, Any]) -> str:
+    """'  [vlan physnet_dpdk VLAN 210]' of a provider network's properties ('' when it names none)."""
+    bits = [str(net[k]) for k in ("network_type", "physical_network") if net.get(k)]
+    if net.get("segmentation_id") is not None:
+        bits.append(f"VLAN {net['segmentation_id']}")
+    return f"  [{' '.join(bits)}]" if bits else ""
+
+
 def _net(ref: tuple[str, str], networks: dict[str, str], params: dict[str, Any],
          provider: dict[str, dict[str, Any]] | None = None) -> str:
     kind, name = ref
@@ -146,9 +151,7 @@ def _net(ref: tuple[str, str], networks: dict[str, str], params: dict[str, Any],
             f"{name} (parameter)" if kind == "param" else name)
         known = (provider or {}).get(value) if isinstance(value, str) else None
         if known:  # a provider network of the catalog (net-provider's): its type, physnet and VLAN
-            bits = [str(known[k]) for k in ("network_type", "physical_network") if known.get(k)]
-            vlan = known.get("segmentation_id")
-            label += "  [" + " ".join(bits) + (f" VLAN {vlan}" if vlan is not None else "") + "]"
+            label += _segment(known)
         networks[key] = label
     return key
 
@@ -160,10 +163,12 @@ def legend() -> list[tuple[str, str, str]]:
 
 def svg(chain: Chain, title: str) -> str:
     """The chain as an SVG document fragment (``role=img`` with a title and a description for screen readers)."""
-    nets = [k for k in chain.networks if any(p[1] == k for v in chain.vnfs for p in v.ports)]
+    # the networks a VNF attaches to, and those the template creates (a template of networks alone: net-provider)
+    nets = [k for k in chain.networks
+            if k.startswith("resource:") or any(p[1] == k for v in chain.vnfs for p in v.ports)]
     width = max(2, len(chain.vnfs)) * (BOX_W + GAP) + GAP + 140  # room for the last port's label
-    top = 40
-    net_y0 = top + BOX_H + 64
+    top = 40 if chain.vnfs else 0
+    net_y0 = top + BOX_H + 64 if chain.vnfs else 20
     height = net_y0 + len(nets) * NET_GAP + 20
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="chain" viewBox="0 0 {width} {height}" '
            f'width="{width}" height="{height}" role="img" aria-labelledby="t-{escape(title)}">',
