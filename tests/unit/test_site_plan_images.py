@@ -16,7 +16,7 @@ import yaml
 
 from nfvcat.catalog import entries
 from nfvcat.cli import main
-from nfvcat.core.errors import EXIT_OK
+from nfvcat.core.errors import EXIT_ENGINE, EXIT_OK
 from nfvcat.packaging import site
 from nfvcat.packaging.images import mirror, recipe
 from nfvcat.packaging.site import images, pages, placement
@@ -136,9 +136,19 @@ def test_the_mirror_is_asked_only_when_told(tmp_path: Path, monkeypatch: pytest.
                          f"{next(s.suite for s in mirror.suites(r) if s.suite.endswith('-security'))})"]
 
 
-def test_an_unreadable_mirror_is_unknown_not_up_to_date(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_site_reads_the_mirror_only_with_mirror_and_an_unreadable_one_is_unknown(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setattr(mirror, "_SERVED", {})
+    monkeypatch.chdir(ROOT)
     with requests_mock.Mocker() as m:
         m.get(requests_mock.ANY, status_code=503)
-        img = images.collect(ROOT, tmp_path, check_mirror=True)["vrouter"]
-    assert img.mirror_moved is None and img.mirror.startswith("unknown: the mirror could not be read")
+        assert main(["site", "-o", str(tmp_path / "a")]) == EXIT_OK
+        assert m.call_count == 0
+        assert main(["site", "-o", str(tmp_path / "b"), "--mirror"]) == EXIT_ENGINE
+        assert m.call_count > 0
+    assert "the mirror could not be read: drift unknown for" in capsys.readouterr().err
+    for name in recipe.names(ROOT):
+        plain = (tmp_path / "a" / "entries" / f"images-{name}.html").read_text()
+        asked = (tmp_path / "b" / "entries" / f"images-{name}.html").read_text()
+        assert "not checked at build time" in plain and "checked at build time:" not in plain
+        assert "unknown: the mirror could not be read at build time" in asked and "not checked" not in asked

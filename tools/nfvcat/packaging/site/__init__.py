@@ -229,11 +229,14 @@ def collect(root: Path, plan: Planner | None = None,
     return out
 
 
-def build(root: Path, output: Path, plan: Planner | None = None, check_mirror: bool = False) -> list[Path]:
+def build(root: Path, output: Path, plan: Planner | None = None,
+          found_images: dict[str, images.Image] | None = None) -> list[Path]:
     """Write the site into ``output``; the files written. ``plan``: draws each HOT entry's plan on the reference
-    inventory; ``check_mirror``: asks Debian's mirror whether it has moved past each image lock (network)."""
+    inventory; ``found_images``: the catalog's images as ``images.collect(root, output, check_mirror)`` gives them
+    (the caller asks Debian's mirror or not; by default not)."""
     output.mkdir(parents=True, exist_ok=True)
-    found_images = images.collect(root, output, check_mirror)
+    if found_images is None:
+        found_images = images.collect(root, output)
     found = collect(root, plan, found_images)
     catalog_flavors = flavors.all_flavors(root)
     (output / "entries").mkdir(exist_ok=True)
