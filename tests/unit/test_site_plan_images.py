@@ -152,3 +152,18 @@ def test_site_reads_the_mirror_only_with_mirror_and_an_unreadable_one_is_unknown
         asked = (tmp_path / "b" / "entries" / f"images-{name}.html").read_text()
         assert "not checked at build time" in plain and "checked at build time:" not in plain
         assert "unknown: the mirror could not be read at build time" in asked and "not checked" not in asked
+
+
+def test_a_vnf_without_numa_topology_is_on_no_cell_and_a_wide_one_spans_its_cells(tmp_path: Path) -> None:
+    template = tmp_path / "t.yaml"
+    template.write_text(yaml.safe_dump({"heat_template_version": "2021-04-16", "resources": {
+        "plain": {"type": "OS::Nova::Server", "properties": {"flavor": "nfv.shared.4c4g", "image": "x"}},
+        "wide": {"type": "OS::Nova::Server", "properties": {"flavor": "nfv.pinned.2numa", "image": "x"}}}}))
+    doc = document.of_template(template, None, ROOT)
+    plain, wide = doc["placements"]
+    assert plain["numa_cells"] == [] and len(wide["numa_cells"]) == 2
+    hosts = placement.layout(doc)
+    where = {cid for cid, c in hosts[plain["host"]].items() if any(("vnf", "plain") in i.lines for i in c.items)}
+    assert where == {placement.FLOATING}  # not drawn on a cell Nova did not bind it to
+    texts = [t for c in hosts[wide["host"]].values() for i in c.items for _, t in i.lines]
+    assert f"spans NUMA cells {', '.join(map(str, wide['numa_cells']))}" in texts

@@ -53,6 +53,15 @@ def _cell_head(c: dict[str, Any]) -> list[str]:
             + (f", huge pages {pages}" if pages else "")]
 
 
+FLOATING = -1  # the column of what no NUMA cell holds
+
+
+def _other(cid: int) -> Cell:
+    if cid == FLOATING:
+        return Cell(["no NUMA cell", "no NUMA topology: bound to no cell of the host"])
+    return Cell([f"NUMA cell {cid}"])
+
+
 def layout(doc: dict[str, Any]) -> dict[str, dict[int, Cell]]:
     """Per host used, per NUMA cell: what the plan puts there."""
     hosts: dict[str, dict[int, Cell]] = {}
@@ -62,7 +71,7 @@ def layout(doc: dict[str, Any]) -> dict[str, dict[int, Cell]]:
     for p in doc.get("placements") or []:
         cells = hosts.setdefault(p["host"], {})
         flavor = vnfs.get(p["vnf"], {})
-        where = p["numa_cells"] or [next(iter(cells), 0)]
+        where = p["numa_cells"] or [FLOATING]  # no NUMA topology: Nova binds it to no cell
         pinned = (f"{len(p['pinned_cpus'])} pinned CPUs {cpus(p['pinned_cpus'])}" if p["pinned_cpus"]
                   else f"{flavor.get('vcpus', '?')} shared vCPUs")
         memory = f"{flavor.get('ram_mb', '?')} MiB" + (f" on {p['page_size']} pages" if p["page_size"] != "-" else "")
@@ -72,10 +81,11 @@ def layout(doc: dict[str, Any]) -> dict[str, dict[int, Cell]]:
         if len(where) > 1:
             lines.append(("", f"spans NUMA cells {', '.join(map(str, where))}"))
         for cid in where[:1]:
-            cells.setdefault(cid, Cell([f"NUMA cell {cid}"])).items.append(Item(lines, "#0f172a"))
+            cells.setdefault(cid, _other(cid)).items.append(Item(lines, "#0f172a"))
         for dev in p.get("pci_devices") or []:
             cid = dev.get("numa_node")
-            target = cells.setdefault(cid if cid is not None else -1, Cell(["no NUMA cell"]))
+            cid = cid if cid is not None else FLOATING
+            target = cells.setdefault(cid, _other(cid))
             target.items.append(Item([("", f"{device_label(dev, aliases)} for {p['instance']}")],
                                      "#b45309"))
     return hosts
@@ -98,7 +108,7 @@ def svg(doc: dict[str, Any], title: str) -> str:
         out.append(f'<text x="{2 * PAD}" y="{y + 20}" font-size="15" font-weight="bold" fill="#0f172a">host '
                    f'{escape(host)}<tspan font-size="13" font-weight="normal" fill="#334155">'
                    f'{escape(f"  ({role} compute)" if role else "")}</tspan></text>')
-        for k, (_cid, cell) in enumerate(sorted(cells.items())):
+        for k, (_cid, cell) in enumerate(sorted(cells.items(), key=lambda c: (c[0] == FLOATING, c[0]))):
             cx, cy = 2 * PAD + k * (cw + PAD), y + HOST_HEAD
             out.append(f'<rect x="{cx}" y="{cy}" width="{cw}" height="{height - HOST_HEAD - PAD}" fill="#fff" '
                        'stroke="#64748b" stroke-dasharray="5 3"/>')
