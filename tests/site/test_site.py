@@ -1,8 +1,10 @@
 """The catalog site (``nfvcat site``) in headless Chromium, driven through the DevTools protocol over a pipe
 (tests/site/cdp.py): every page renders with no console error, every link and anchor resolves, each chain's
-diagram is there and names every VNF of its template, axe-core finds no accessibility violation, and the search
-finds an entry by a word of its description. Screenshots of the index and each chain are left in the run's
-directory (``NFVCAT_SITE_SHOTS=DIR`` keeps them) for a person to look at.
+diagram is there and names every VNF of its template, so does each placement drawing (the plan on the reference
+inventory, one per example), each image page links its lock and SBOM and says the mirror was not checked, axe-core
+finds no accessibility violation, and the search finds an entry by a word of its description. Screenshots of the
+index, each chain and its placement are left in the run's directory (``NFVCAT_SITE_SHOTS=DIR`` keeps them) for a
+person to look at.
 
 axe-core (MPL-2.0) is not checked in: the run installs the pinned version with npm into its own temporary
 directory and injects its dist file into each page, so the site itself never ships or loads it."""
