@@ -1,8 +1,10 @@
 """The catalog site (``nfvcat site``) in headless Chromium, driven through the DevTools protocol over a pipe
 (tests/site/cdp.py): every page renders with no console error, every link and anchor resolves, each chain's
-diagram is there and names every VNF of its template, axe-core finds no accessibility violation, and the search
-finds an entry by a word of its description. Screenshots of the index and each chain are left in the run's
-directory (``NFVCAT_SITE_SHOTS=DIR`` keeps them) for a person to look at.
+diagram is there and names every VNF of its template, so does each placement drawing (the plan on the reference
+inventory, one per example), each image page links its lock and SBOM and says the mirror was not checked, axe-core
+finds no accessibility violation, and the search finds an entry by a word of its description. Screenshots of the
+index, each chain and its placement are left in the run's directory (``NFVCAT_SITE_SHOTS=DIR`` keeps them) for a
+person to look at.
 
 axe-core (MPL-2.0) is not checked in: the run installs the pinned version with npm into its own temporary
 directory and injects its dist file into each page, so the site itself never ships or loads it."""
@@ -110,6 +112,45 @@ def test_each_chain_has_a_diagram_naming_every_vnf(site: Path, browser: Browser)
         browser.screenshot(shots / f"{entry.parent.name}.png", selector=".diagram")
         checked += bool(want)
     assert checked >= 5
+
+
+def test_each_chain_has_a_placement_drawing_naming_every_vnf(site: Path, browser: Browser) -> None:
+    """One drawing per example environment: every VNF of the template is placed (named by its instance, a nested
+    template's server as VNF.server) or named as fitting no host, with plan's reason under it."""
+    shots = Path(os.environ.get("NFVCAT_SITE_SHOTS") or site / "shots")
+    shots.mkdir(parents=True, exist_ok=True)
+    checked = 0
+    for entry in sorted((ROOT / "templates" / "heat").glob("*/entry.yaml")):
+        meta = yaml.safe_load(entry.read_text())
+        want = vnfs_of(entry.parent / meta["template"])
+        if not want:
+            continue
+        examples = sorted((entry.parent / "examples").glob("*.yaml")) or [None]
+        page = site / "entries" / f"templates-heat-{entry.parent.name}.html"
+        browser.open(page.as_uri())
+        drawn = browser.eval("Array.from(document.querySelectorAll('#placement ~ .placement svg'))"
+                             ".map(s => Array.from(s.querySelectorAll('text.vnf')).map(t => t.textContent))")
+        assert len(drawn) == len(examples), f"{entry.parent.name}: {len(drawn)} drawings, {len(examples)} examples"
+        for names in drawn:
+            assert all(any(n == w or n.startswith(w + ".") for n in names) for w in want), (entry.parent.name, names)
+            assert len(names) == len(want), (entry.parent.name, names)
+        why = browser.eval("Array.from(document.querySelectorAll('#placement ~ p.why')).length")
+        assert why == len(examples)
+        browser.screenshot(shots / f"{entry.parent.name}-placement.png", selector=".placement")
+        checked += 1
+    assert checked >= 5
+
+
+def test_each_image_links_its_lock_and_sbom_and_says_the_mirror_was_not_checked(site: Path, browser: Browser) -> None:
+    for image in sorted((ROOT / "images").glob("*/entry.yaml")):
+        browser.open((site / "entries" / f"images-{image.parent.name}.html").as_uri())
+        links = browser.eval("Array.from(document.querySelectorAll('#images ~ table a')).map(a => a.textContent)")
+        assert links == [f"images/{image.parent.name}/image.lock", "CycloneDX 1.6 JSON"], links
+        sbom = browser.eval("document.querySelector('#images ~ table a[href$=\".cdx.json\"]').href")
+        doc = json.loads(Path(unquote(urlparse(sbom).path)).read_text())
+        assert doc["bomFormat"] == "CycloneDX" and doc["metadata"]["component"]["name"] == f"nfvcat-{image.parent.name}"
+        text = browser.eval("document.querySelector('#images ~ table').textContent")
+        assert "not checked at build time" in text and "serves every locked version" not in text
 
 
 def test_axe_core_finds_no_violation(site: Path, browser: Browser, axe: str) -> None:

@@ -47,3 +47,26 @@ def test_the_pages_hold_the_record_and_nova_descriptions() -> None:
     assert site.explain("hw:cpu_policy").startswith("The policy to apply when determining")
     assert site.explain("aggregate_instance_extra_specs:nfv_class").startswith("Specify metadata")
     assert site.explain("nfvcat:made-up") == "not an extra spec Nova describes"
+
+
+def test_a_network_taken_by_name_is_labelled_with_the_catalogs_provider_network() -> None:
+    from nfvcat import catalog
+    from nfvcat.plan.hot_reader import read_yaml
+
+    provider = catalog.provider_networks(ROOT, read_yaml)
+    chain_dir = ROOT / "templates" / "heat" / "chain-vrouter"
+    env = yaml.safe_load((chain_dir / "examples" / "ovs-dpdk.env.yaml").read_text())
+    chain = diagram.model(yaml.safe_load((chain_dir / "chain-vrouter.yaml").read_text()), env, provider)
+    left = env["parameters"]["left_network"]
+    net = provider[left]
+    assert chain.networks["param:left_network"] == (
+        f"left_network = {left}  [{net['network_type']} {net['physical_network']} VLAN {net['segmentation_id']}]")
+
+
+def test_a_template_of_networks_alone_draws_its_networks() -> None:
+    data = yaml.safe_load((ROOT / "templates" / "heat" / "net-provider" / "net-provider.yaml").read_text())
+    chain = diagram.model(data)
+    assert chain.vnfs == [] and chain.networks
+    svg = diagram.svg(chain, "net-provider")
+    assert svg.count("<rect") == len(chain.networks)  # a bar per network
+    assert all(label.split("  [")[0] in svg and "VLAN" in label for label in chain.networks.values())

@@ -61,7 +61,9 @@ GUIDE: dict[str, tuple[tuple[str, ...], str]] = {
                 "packaged"),
     "image": (("nfvcat image list", "nfvcat image build vrouter"),
               "0 ok; 1 usage error; 2 a build or check failed; 3 the build tool could not run"),
-    "site": (("nfvcat site -o public/",), "0 the site is written; 1 usage error or a catalog that does not read"),
+    "site": (("nfvcat site -o public/", "nfvcat site -o public/ --mirror"),
+             "0 the site is written; 1 usage error or a catalog that does not read; 3 --mirror: the mirror could "
+             "not be read (the site is written, its pages say the drift is unknown)"),
     "release": (("nfvcat release -o dist/",),
                 "0 ok; 1 usage error; 2 an entry changed without the bump its interface asks"),
     "onboard": (("nfvcat onboard --os-cloud mycloud --dry-run", "nfvcat onboard --os-cloud mycloud --only flavors"),

@@ -12,7 +12,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from nfvcat import catalog
 from nfvcat.catalog import history
 from nfvcat.commands import options
 from nfvcat.core import yamlpos
@@ -99,23 +98,9 @@ def _chain(args: argparse.Namespace) -> Any:
         raise UserError(f"{path}: cannot read: {exc.strerror or exc}") from None
     except yamlpos.DocumentError as exc:
         raise UserError(f"{path}:{exc.line}:{exc.column}: {exc.message}") from None
-    if isinstance(data, dict) and "heat_template_version" in data:
-        params: dict[str, Any] = {}
-        for env in found.environments(args.environment):  # files, or the entry's examples by name (-e sriov)
-            params.update(hot_reader.environment_parameters(str(env)))
-        params.update(dict(args.parameter))
-        root = catalog.find_root()
-        networks = catalog.provider_networks(root, _read_yaml)
-        return hot_reader.load(path, data, params, dirs, networks)
+    if isinstance(data, dict) and "heat_template_version" in data:  # -e: files, or the entry's examples by name
+        return hot_reader.from_template(path, data, found.environments(args.environment), dict(args.parameter), dirs)
     return request.load(path, dirs)
-
-
-def _read_yaml(path: Any) -> Any:
-    try:
-        with open(path, encoding="utf-8") as f:
-            return yamlpos.load(f.read(yamlpos.MAX_BYTES + 1))[0]
-    except (OSError, UnicodeDecodeError, yamlpos.DocumentError):
-        return None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -156,7 +141,6 @@ def execute(args: argparse.Namespace) -> int:
     from nfvcat.plan import capacity, output
     from nfvcat.plan.filters import NEEDS_HOST_ACCESS
     from nfvcat.plan.planner import Planner
-    from nfvcat.plan.weigher import DESCRIPTION
 
     started = time.perf_counter()
     placement = None
@@ -176,9 +160,7 @@ def execute(args: argparse.Namespace) -> int:
             lambda path: connect.call(conn.placement, "GET", path, "Placement",
                                       microversion=pciplacement.MICROVERSION),
             [planner.demand(v) for v in chain.vnfs], planner.hosts)
-    meta: dict[str, Any] = {"inventory": inv.path, "hosts": len(inv.hosts), "source": chain.source,
-                            "strategy": args.strategy, "host_choice": DESCRIPTION[args.strategy],
-                            "enabled_filters": list(inv.enabled_filters)}
+    meta = output.meta(inv.path, len(inv.hosts), chain.source, args.strategy, inv.enabled_filters)
     if args.capacity:
         if args.max_copies < 1:
             raise UserError("--max-copies must be at least 1")

@@ -72,7 +72,10 @@ def run(args: argparse.Namespace) -> int:
     today = datetime.now(UTC).date().isoformat()  # the release date of every version this release records
     if args.output:  # first: a build may lock an unreleased image version, which the record then holds
         signer = options.signer(args)
-        artefacts = [str(p) for p in release_artifacts.build_all(root, Path(args.output), _say, signer, today)]
+        from nfvcat.plan import document
+
+        artefacts = [str(p) for p in release_artifacts.build_all(root, Path(args.output), _say, signer, today,
+                                                                  plan=document.of_template)]
     drift = refs.sync(root, write=False)
     if drift:
         print("not released: image checksums differ from the image locks in "

@@ -7,44 +7,15 @@ line is the sha256 of the bytes written. SHA256SUMS lists what this release wrot
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from nfvcat.catalog import entries
 from nfvcat.packaging.images import build, recipe
+from nfvcat.packaging.images.sbom import sbom
 
 Say = Callable[[str], None]
-
-
-def sbom(r: recipe.Recipe, lock: recipe.Lock) -> str:
-    """A CycloneDX 1.6 JSON SBOM of the image: the image as the subject, one component per Debian package of
-    the lock (purl pkg:deb/debian/NAME@VERSION?arch=...&distro=debian-SUITE), the image's sha256."""
-    from cyclonedx.model import HashAlgorithm, HashType
-    from cyclonedx.model.bom import Bom
-    from cyclonedx.model.component import Component, ComponentType
-    from cyclonedx.output.json import JsonV1Dot6
-    from packageurl import PackageURL
-
-    subject = Component(type=ComponentType.OPERATING_SYSTEM, name=f"nfvcat-{r.name}", version=r.version,
-                        bom_ref=f"image:{r.name}@{r.version}",
-                        hashes=[HashType(alg=HashAlgorithm.SHA_256, content=lock.sha256)],
-                        description=f"nfvcat VNF image images/{r.name} (Debian {r.suite}), qcow2")
-    bom = Bom()
-    bom.metadata.component = subject
-    for name, version in sorted(lock.packages.items()):
-        pkg, _, arch = name.partition(":")
-        purl = PackageURL("deb", "debian", pkg, version, qualifiers={"arch": arch or "amd64",
-                                                                     "distro": f"debian-{r.suite}"})
-        comp = Component(type=ComponentType.LIBRARY, name=pkg, version=version, purl=purl,
-                         bom_ref=f"deb:{name}@{version}")
-        bom.components.add(comp)
-        bom.register_dependency(subject, [comp])
-    data: dict[str, Any] = json.loads(JsonV1Dot6(bom).output_as_string())
-    data.pop("serialNumber", None)  # random per run: the SBOM of a lock is the same file every time
-    data.get("metadata", {}).pop("timestamp", None)
-    return json.dumps(data, indent=1, sort_keys=True) + "\n"
 
 
 def sha256sums(out: Path, sums: dict[Path, str]) -> Path:
@@ -56,11 +27,12 @@ def sha256sums(out: Path, sums: dict[Path, str]) -> Path:
 
 
 def build_all(root: Path, out: Path, say: Say, signer: tuple[Any, Any] | None = None,
-              releasing: str | None = None) -> list[Path]:
+              releasing: str | None = None, plan: Callable[..., dict[str, Any]] | None = None) -> list[Path]:
     """Images, SBOMs and packages of the catalog under ``out`` and their SHA256SUMS, and the catalog site
     (``site/``, as ``nfvcat site`` builds it); returns the files written.
     ``releasing``: the day of the release being made, the release date of a package whose version the record
-    does not hold yet (the record then gets the same day)."""
+    does not hold yet (the record then gets the same day). ``plan``: the site's placement drawings
+    (nfvcat.plan.document.of_template, which the command hands down)."""
     from nfvcat.packaging.csar import build as package
 
     sums: dict[Path, str] = {}  # what is written -> its sha256 (an image's: its lock's, checked as it was written)
@@ -81,5 +53,6 @@ def build_all(root: Path, out: Path, say: Say, signer: tuple[Any, Any] | None = 
     from nfvcat.packaging import site
 
     say("site")
-    pages = site.build(root, out / "site")  # the catalog site beside the packages: read, not downloaded and checked
+    # the catalog site beside the packages: read, not downloaded and checked
+    pages = site.build(root, out / "site", plan=plan)
     return [*sums, sha256sums(out, sums), *pages]

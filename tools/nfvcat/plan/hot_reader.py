@@ -69,6 +69,29 @@ def _group(data: Any, hints: Any, params: dict[str, Any], groups: dict[str, str]
     return name
 
 
+def read_yaml(path: Any) -> Any:
+    """A YAML file's data, or None when it cannot be read or parsed (bounded as every catalog file is)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return yamlpos.load(f.read(yamlpos.MAX_BYTES + 1))[0]
+    except (OSError, UnicodeDecodeError, yamlpos.DocumentError):
+        return None
+
+
+def from_template(path: str, data: Any, environments: list[Any], parameters: dict[str, Any],
+                  flavor_dirs: list[str] | None, root: Any = None) -> Chain:
+    """The chain ``nfvcat plan TEMPLATE -e ENV... -P NAME=VALUE...`` places: the environments' parameters, then
+    the given ones, and the catalog's provider networks (``root``, else the catalog found from here)."""
+    from nfvcat import catalog
+
+    params: dict[str, Any] = {}
+    for env in environments:
+        params.update(environment_parameters(str(env)))
+    params.update(parameters)
+    networks = catalog.provider_networks(root if root is not None else catalog.find_root(), read_yaml)
+    return load(path, data, params, flavor_dirs, networks)
+
+
 def load(path: str, data: Any, params: dict[str, Any], flavor_dirs: list[str] | None,
          networks: dict[str, dict[str, Any]] | None = None) -> Chain:
     res = data.get("resources") if isinstance(data, dict) else None

@@ -52,10 +52,20 @@ def _failure_json(f: Failure) -> dict[str, Any]:
             "hosts": {h: {"code": r.code, "reason": r.message} for h, r in f.reasons}}
 
 
+def meta(inventory_path: str, hosts: int, source: str, strategy: str, enabled_filters: list[str]) -> dict[str, Any]:
+    """What a plan document says of the run: the inventory, the request and how a host is chosen."""
+    return {"inventory": inventory_path, "hosts": hosts, "source": source, "strategy": strategy,
+            "host_choice": DESCRIPTION[strategy], "enabled_filters": list(enabled_filters)}
+
+
+def plan_doc(result: ChainResult, meta: dict[str, Any]) -> dict[str, Any]:
+    """``nfvcat plan --format json``'s document."""
+    return {**meta, "fits": not result.failures, "placements": [_placement_json(p) for p in result.placements],
+            "failures": [_failure_json(f) for f in result.failures]}
+
+
 def plan_json(result: ChainResult, meta: dict[str, Any]) -> str:
-    doc = {**meta, "fits": not result.failures, "placements": [_placement_json(p) for p in result.placements],
-           "failures": [_failure_json(f) for f in result.failures]}
-    return json.dumps(doc, indent=2, sort_keys=False)
+    return json.dumps(plan_doc(result, meta), indent=2, sort_keys=False)
 
 
 def _pci(p: Placement) -> str:

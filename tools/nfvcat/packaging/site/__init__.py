@@ -9,15 +9,21 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any
 
+from nfvcat import catalog
 from nfvcat.catalog import entries, flavors, history, releases
 from nfvcat.catalog.versions import breaking_changes
 from nfvcat.core import yamlpos
-from nfvcat.packaging.site import diagram, pages
+from nfvcat.packaging.site import diagram, images, pages, placement
+
+# (template, environment or None, catalog root) -> the plan document (nfvcat.plan.document.of_template): the
+# plan layer sits above this one, so the command that builds the site hands it down
+Planner = Callable[[Path, Path | None, Path], dict[str, Any]]
 
 
 @dataclass
@@ -26,6 +32,27 @@ class Version:
     released: str | None
     changelog: str
     changes: list[str] | None  # breaking interface changes from the version before; None for the first
+
+
+@dataclass
+class Plan:
+    """One plan drawing: the entry's template with one of its examples (or its defaults) on the inventory."""
+    example: str | None  # the example's name (``-e NAME``), None for the template's defaults
+    command: str
+    doc: dict[str, Any]
+    svg: str = ""
+
+
+@dataclass
+class ImageRow:
+    """An image an entry names (or the image entry itself), with the catalog's facts of it when the pin and the
+    lock are of the same version."""
+    glance: str
+    image: str
+    version: str
+    sha256: str | None
+    facts: images.Image | None
+    note: str = ""
 
 
 @dataclass
@@ -39,6 +66,8 @@ class EntryPage:
     diagram: str = ""
     flavors: list[flavors.CatalogFlavor] = field(default_factory=list)
     commands: list[str] = field(default_factory=list)
+    plans: list[Plan] = field(default_factory=list)
+    images: list[ImageRow] = field(default_factory=list)
 
 
 def _load(path: Path) -> Any:
@@ -130,13 +159,51 @@ def _commands(e: entries.Entry) -> list[str]:
     return [f"nfvcat validate {n}"]
 
 
-def collect(root: Path) -> list[EntryPage]:
-    """Every entry of the catalog with what its page shows."""
+def _plans(root: Path, e: entries.Entry, plan: Planner) -> list[Plan]:
+    """The plan of the entry's template with each of its examples (the template's defaults when it has none), as
+    ``nfvcat plan NAME -e EXAMPLE`` makes it on the reference inventory."""
+    examples: list[Path | None] = list(e.examples()) or [None]
+    out = []
+    for env in examples:
+        name = env.name.removesuffix(".yaml").removesuffix(".env") if env else None
+        doc = plan(e.template, env, root)
+        p = Plan(name, f"nfvcat plan {e.name}" + (f" -e {name}" if name else ""), doc)
+        if "error" not in doc:
+            p.svg = placement.svg(doc, f"plan of {e.name}" + (f" with {name}" if name else ""))
+        out.append(p)
+    return out
+
+
+def _image_rows(e: entries.Entry, found: dict[str, images.Image]) -> list[ImageRow]:
+    if e.kind == "image":
+        img = found.get(e.dir.name)
+        return [ImageRow(f"nfvcat-{e.name}-{e.version}", e.name, e.version, img.sha256 if img else None, img)]
+    rows = []
+    for i in e.images:
+        name, version = str(i.get("image") or ""), str(i.get("version") or "")
+        checksum = i.get("checksum")
+        sha = str(checksum.get("value")) if isinstance(checksum, dict) and checksum.get("value") else None
+        img = found.get(name)
+        note = ""
+        if img is not None and img.version != version:
+            note = f"the catalog's lock is of {name} {img.version}, not of the {version} this entry pins"
+            img = None
+        elif img is None and name:
+            note = f"no image entry images/{name} in this catalog"
+        rows.append(ImageRow(str(i.get("name") or "-"), name or "-", version or "-", sha, img, note))
+    return rows
+
+
+def collect(root: Path, plan: Planner | None = None,
+            found_images: dict[str, images.Image] | None = None) -> list[EntryPage]:
+    """Every entry of the catalog with what its page shows; ``plan``: how to plan a HOT entry (no plan drawing
+    without it); ``found_images``: the catalog's images (images.collect)."""
     from markdown_it import MarkdownIt
 
     md = MarkdownIt("commonmark", {"html": False}).enable("table")
     catalog_flavors = flavors.all_flavors(root)
     dates, snapshot = releases.recorded_dates(root), releases.snapshot(root)
+    provider = catalog.provider_networks(root, _load)
     out = []
     for e in entries.entries(root):
         rel = os.path.relpath(e.dir, root).replace(os.sep, "/")
@@ -151,18 +218,27 @@ def collect(root: Path) -> list[EntryPage]:
             examples = e.examples()
             env = _load(examples[0]) if examples else None
             if isinstance(data, dict):
-                page.diagram = diagram.svg(diagram.model(data, env if isinstance(env, dict) else None), e.name)
+                page.diagram = diagram.svg(diagram.model(data, env if isinstance(env, dict) else None, provider),
+                                           e.name)
+            if plan is not None:
+                page.plans = _plans(root, e, plan)
+        page.images = _image_rows(e, found_images or {})
         page.flavors = _used_flavors(e, catalog_flavors)
         page.commands = _commands(e)
         out.append(page)
     return out
 
 
-def build(root: Path, output: Path) -> list[Path]:
-    """Write the site into ``output``; the files written."""
-    found = collect(root)
-    catalog_flavors = flavors.all_flavors(root)
+def build(root: Path, output: Path, plan: Planner | None = None,
+          found_images: dict[str, images.Image] | None = None) -> list[Path]:
+    """Write the site into ``output``; the files written. ``plan``: draws each HOT entry's plan on the reference
+    inventory; ``found_images``: the catalog's images as ``images.collect(root, output, check_mirror)`` gives them
+    (the caller asks Debian's mirror or not; by default not)."""
     output.mkdir(parents=True, exist_ok=True)
+    if found_images is None:
+        found_images = images.collect(root, output)
+    found = collect(root, plan, found_images)
+    catalog_flavors = flavors.all_flavors(root)
     (output / "entries").mkdir(exist_ok=True)
     written = []
     for page in found:
@@ -173,4 +249,5 @@ def build(root: Path, output: Path) -> list[Path]:
     index.write_text(pages.index_page(found), encoding="utf-8")
     flav = output / "flavors.html"
     flav.write_text(pages.flavors_page(catalog_flavors, explain), encoding="utf-8")
-    return [index, flav, *written]
+    extra = [output / h for i in found_images.values() for h in (i.lock_href, i.sbom_href) if h]
+    return [index, flav, *written, *extra]

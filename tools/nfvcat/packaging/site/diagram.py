@@ -60,8 +60,11 @@ def _ref(v: Any) -> tuple[str, str] | None:
     return None
 
 
-def model(template: dict[str, Any], env: dict[str, Any] | None = None) -> Chain:
-    """The chain a HOT template describes, with ``env`` (an example environment's parameters) for its values."""
+def model(template: dict[str, Any], env: dict[str, Any] | None = None,
+          provider: dict[str, dict[str, Any]] | None = None) -> Chain:
+    """The chain a HOT template describes, with ``env`` (an example environment's parameters) for its values;
+    ``provider``: the catalog's provider networks by name (nfvcat.catalog.provider_networks), which give the
+    physnet and VLAN of a network the template takes by name."""
     specs = template.get("parameters") or {}
     params = {str(k): (s or {}).get("default") for k, s in specs.items() if isinstance(s, dict)}
     params.update((env or {}).get("parameters") or {})
@@ -71,11 +74,8 @@ def model(template: dict[str, Any], env: dict[str, Any] | None = None) -> Chain:
     for name, res in resources.items():
         props = res.get("properties") or {}
         if res.get("type") in ("OS::Neutron::ProviderNet", "OS::Neutron::Net"):
-            bits = [str(_value(props.get(k), params)) for k in ("network_type", "physical_network")
-                    if _value(props.get(k), params)]
-            vlan = _value(props.get("segmentation_id"), params)
-            networks[f"resource:{name}"] = " ".join([name, *(f"[{b}]" for b in bits)]) + (
-                f" VLAN {vlan}" if vlan is not None else "")
+            networks[f"resource:{name}"] = name + _segment(
+                {k: _value(props.get(k), params) for k in ("network_type", "physical_network", "segmentation_id")})
         elif res.get("type") == "OS::Nova::ServerGroup":
             policies = _value(props.get("policies"), params) or [_value(props.get("policy"), params)]
             policy = ", ".join(str(_value(p, params)) for p in policies if p) if isinstance(policies, list) else ""
@@ -92,7 +92,7 @@ def model(template: dict[str, Any], env: dict[str, Any] | None = None) -> Chain:
                 if ref is None:
                     continue
                 label = str(key).removesuffix("_network")
-                vnf.ports.append((label, _net(ref, networks, params), "ovs" if label == "mgmt" else plane))
+                vnf.ports.append((label, _net(ref, networks, params, provider), "ovs" if label == "mgmt" else plane))
             qos = [str(k) for k, v in props.items() if "qos" in str(k) and _value(v, params)]
             vnf.notes += [f"QoS policy: {k}" for k in qos]
             group = _ref(props.get("server_group"))
@@ -109,11 +109,11 @@ def model(template: dict[str, Any], env: dict[str, Any] | None = None) -> Chain:
                     pnet = _ref(pprops.get("network"))
                     if pnet:
                         short = port[1].removeprefix(f"{name}_").removesuffix("_port")
-                        vnf.ports.append((short, _net(pnet, networks, params), vnic))
+                        vnf.ports.append((short, _net(pnet, networks, params, provider), vnic))
                     if _value(pprops.get("qos_policy"), params):
                         vnf.notes.append(f"QoS policy on {port[1]}")
                 elif net:
-                    vnf.ports.append(("port", _net(net, networks, params), "normal"))
+                    vnf.ports.append(("port", _net(net, networks, params, provider), "normal"))
             hints = props.get("scheduler_hints") or {}
             group = _ref(hints.get("group")) if isinstance(hints, dict) else None
             vnf.group = group[1] if group and group[1] in groups else None
@@ -133,12 +133,26 @@ def model(template: dict[str, Any], env: dict[str, Any] | None = None) -> Chain:
     return Chain(vnfs, networks, groups)
 
 
-def _net(ref: tuple[str, str], networks: dict[str, str], params: dict[str, Any]) -> str:
+def _segment(net: dict[str, Any]) -> str:
+    """'  [vlan physnet_dpdk VLAN 210]' of a provider network's properties ('' when it names none)."""
+    bits = [str(net[k]) for k in ("network_type", "physical_network") if net.get(k)]
+    if net.get("segmentation_id") is not None:
+        bits.append(f"VLAN {net['segmentation_id']}")
+    return f"  [{' '.join(bits)}]" if bits else ""
+
+
+def _net(ref: tuple[str, str], networks: dict[str, str], params: dict[str, Any],
+         provider: dict[str, dict[str, Any]] | None = None) -> str:
     kind, name = ref
     key = f"{kind}:{name}"
     if key not in networks:
-        value = params.get(name) if kind == "param" else None
-        networks[key] = f"{name} = {value}" if value else (f"{name} (parameter)" if kind == "param" else name)
+        value = params.get(name) if kind == "param" else name if kind == "name" else None
+        label = f"{name} = {value}" if value and kind == "param" else (
+            f"{name} (parameter)" if kind == "param" else name)
+        known = (provider or {}).get(value) if isinstance(value, str) else None
+        if known:  # a provider network of the catalog (net-provider's): its type, physnet and VLAN
+            label += _segment(known)
+        networks[key] = label
     return key
 
 
@@ -149,10 +163,12 @@ def legend() -> list[tuple[str, str, str]]:
 
 def svg(chain: Chain, title: str) -> str:
     """The chain as an SVG document fragment (``role=img`` with a title and a description for screen readers)."""
-    nets = [k for k in chain.networks if any(p[1] == k for v in chain.vnfs for p in v.ports)]
+    # the networks a VNF attaches to, and those the template creates (a template of networks alone: net-provider)
+    nets = [k for k in chain.networks
+            if k.startswith("resource:") or any(p[1] == k for v in chain.vnfs for p in v.ports)]
     width = max(2, len(chain.vnfs)) * (BOX_W + GAP) + GAP + 140  # room for the last port's label
-    top = 40
-    net_y0 = top + BOX_H + 64
+    top = 40 if chain.vnfs else 0
+    net_y0 = top + BOX_H + 64 if chain.vnfs else 20
     height = net_y0 + len(nets) * NET_GAP + 20
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="chain" viewBox="0 0 {width} {height}" '
            f'width="{width}" height="{height}" role="img" aria-labelledby="t-{escape(title)}">',

@@ -20,6 +20,7 @@ header{background:#0f172a;color:#fff;padding:.6rem 1.2rem}header a{color:#fff;ma
 main{padding:1rem 1.2rem;max-width:78rem}table{border-collapse:collapse;margin:.5rem 0}
 th,td{border:1px solid #cbd5e1;padding:.25rem .5rem;text-align:left;vertical-align:top}
 th{background:#e2e8f0}code,pre{background:#f1f5f9;font-size:.9em}pre{padding:.5rem;white-space:pre-wrap;overflow-wrap:anywhere}
+.placement{overflow-x:auto;border:1px solid #cbd5e1}.nofit{color:#991b1b;font-weight:bold}.why{font-size:.95em}
 a{color:#1d4ed8}.deprecated{color:#991b1b;font-weight:bold}.diagram{overflow-x:auto;border:1px solid #cbd5e1}
 label{font-weight:bold;margin-right:.5rem}input{font-size:1rem;padding:.2rem .4rem;width:22rem}
 """
@@ -63,7 +64,7 @@ def index_page(pages: list[EntryPage]) -> str:
 
 def entry_page(page: EntryPage, explain: Callable[[str], str]) -> str:
     return str(_env().get_template("entry").render(title=page.entry.name, style=STYLE, up="../", p=page,
-                                                    e=page.entry, images=page.entry.images, explain=explain,
+                                                    e=page.entry, images=page.images, explain=explain,
                                                     legend=legend()))
 
 
