@@ -101,8 +101,10 @@ resources:
 
 
 def _flagged(tmp_path: Path) -> dict[str, list[str]]:
+    """What E1003 flags in TEMPLATE as the template of a catalog entry (its policy holds there)."""
     path = tmp_path / "secrets.yaml"
     path.write_text(TEMPLATE)
+    (tmp_path / "entry.yaml").write_text("name: secrets\nversion: 1.0.0\nkind: heat\ntemplate: secrets.yaml\n")
     out: dict[str, list[str]] = {}
     for raw in SecretParameter().check(documents.read(str(path)), Context()):
         out.setdefault(str(raw.path[1]), []).append(raw.message)
@@ -122,3 +124,12 @@ def test_a_parameter_is_secret_by_what_it_feeds(tmp_path: Path) -> None:
     for name in ("secret_type", "secret_ref", "key_name", "hostname", "vpn_psk", "tls_secret", "os_user",
                  "controller"):
         assert name not in flagged, (name, flagged[name])
+
+
+def test_a_template_outside_any_entry_is_not_held_to_the_catalogs_policy(tmp_path: Path) -> None:
+    """Someone else's template with a default password: Heat and the cloud take it; it ships in no catalog."""
+    path = tmp_path / "foreign.yaml"
+    path.write_text(TEMPLATE)
+    assert not list(SecretParameter().check(documents.read(str(path)), Context()))
+    (tmp_path / "entry.yaml").write_text("name: foreign\nversion: 1.0.0\nkind: heat\ntemplate: foreign.yaml\n")
+    assert list(SecretParameter().check(documents.read(str(path)), Context()))

@@ -168,8 +168,9 @@ INVENTED_VALUE = Declared(
     "Heat rejects a value nfvcat invented for a parameter that has none",
     "To validate strictly, nfvcat gives each parameter without a value or default a value "
     "that satisfies everything it declares and every property it feeds, of the type and format that property "
-    "needs (an IP, a CIDR, a MAC, an integer in range...; each item of a comma_delimited_list for what that "
-    "item feeds, `get_param: [list, 0]`). A Heat error that may come from "
+    "needs (an IP, a CIDR, a MAC, a UUID, an integer in range...; each item of a comma_delimited_list for what "
+    "that item feeds, `get_param: [list, 0]`; for a nested template's parameter, what its own constraints "
+    "allow). A Heat error that may come from "
     "such a value is decided by evidence: the stack is validated again with other invented values, and an "
     "error that stays the same (the values aside) is Heat's error whatever the value (E1001). It is a "
     "warning, naming the values tried, when it changes or goes with the value, when no other value could "

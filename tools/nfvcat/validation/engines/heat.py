@@ -104,8 +104,8 @@ def check(job: Job) -> Result:
 
 
 # Rounds after the first for a finding that may come from an invented value: one per format of
-# heat_values.GENERIC_STRINGS' first ones (an IP, a CIDR, a MAC, a number) after the first's word.
-MORE_ROUNDS = 4
+# heat_values.GENERIC_STRINGS' first ones (an IP, a CIDR, a MAC, a UUID, a number) after the first's word.
+MORE_ROUNDS = 5
 
 
 @dataclass
@@ -136,7 +136,8 @@ def _round(tpl: Any, files: dict[str, Any], env: dict[str, Any], given: dict[str
         for name, schema in tmpl.param_schemata().items():
             if name not in params and schema.default is None and name not in (env.get("parameter_defaults") or {}):
                 value, fits = heat_values.invent_judged(
-                    name, schema, tpl, tmpl.env.get_class, STATE["ctx"], top.get(name, heat_values.NOTHING))
+                    name, schema, tpl, heat_values.classes(tmpl.env, files), STATE["ctx"],
+                    top.get(name, heat_values.NOTHING))
                 invented[name] = params[name] = value
                 if not fits:
                     STATE["unfit"].add(("", name))

@@ -51,8 +51,8 @@ def validate_nested_strictly(self: Any) -> None:
             avoid = STATE.get("avoid", {}).get(nested_name, {})  # a second round tries other values
             for name in unknown & set(schemata):
                 value, fits = heat_values.invent_judged(
-                    name, schemata[name], child.t, self.stack.env.get_class, self.context,
-                    avoid.get(name, heat_values.NOTHING))
+                    name, schemata[name], child.t, heat_values.classes(self.stack.env, self.stack.t.files),
+                    self.context, avoid.get(name, heat_values.NOTHING))
                 invented[name] = params[name] = value
                 STATE["nested_invented"].setdefault(str(self.template_url), {})[name] = params[name]
                 if not fits:

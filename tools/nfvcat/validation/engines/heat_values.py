@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 import json
 import re
+import uuid
 from re import _constants as sre_constants  # type: ignore[attr-defined]
 from re import _parser as sre_parse  # type: ignore[attr-defined]
 from typing import Any
@@ -29,15 +30,26 @@ CONSTRAINT_VALUES = {
     "json_string": ("{}", "[]"), "timezone": ("UTC", "Europe/Paris"),
 }
 # For a string no constraint or property schema shapes, one of each format a property may check in its own
-# code (an IP, a CIDR, a MAC, a number, a name...) in turn: each round of validation tries the next one, so an
-# error said to stay "whatever the value" has met a value of the format the property needed.
-GENERIC_STRINGS = ["placeholder", "192.0.2.1", "192.0.2.0/24", "fa:16:3e:00:00:01", "1", "a", "0", "a1",
+# code (an IP, a CIDR, a MAC, a UUID as Nova and Neutron give ids, a number, a name...) in turn: each round of
+# validation tries the next one, so an error said to stay "whatever the value" has met a value of the format
+# the property needed (a nested template's UUID pattern fed through str_replace, say).
+GENERIC_STRINGS = ["placeholder", "192.0.2.1", "192.0.2.0/24", "fa:16:3e:00:00:01",
+                   str(uuid.uuid5(uuid.NAMESPACE_OID, "nfvcat.invented")), "1", "a", "0", "a1",
                    "Placeholder1", "example.org", "2026-01-01T00:00:00Z"]
 
 
 class Tried(tuple):
     """The values earlier rounds invented for a parameter: the next round invents none of them."""
 _PAD = "aA0"
+
+
+def classes(env: Any, files: Any) -> Any:
+    """The stack environment's ``get_class`` that reads a template resource's template from the stack's files (as
+    Heat does when it builds the resource): its properties are the nested template's parameters, each with its
+    constraints (a UUID pattern, a range...), which a value fed to it must satisfy."""
+    def get_class(resource_type: str) -> Any:
+        return env.get_class(resource_type, files=files)
+    return get_class
 
 
 def property_uses(tpl: Any, name: str, get_class: Any, path: tuple[Any, ...] = ()) -> list[Any]:

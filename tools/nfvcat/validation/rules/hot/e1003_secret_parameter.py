@@ -8,6 +8,10 @@ properties that name or point at something (``*_ref``, ``*_name``, ``*_type``): 
 reference is not the secret.
 A name is judged by its head word: ``vpn_psk`` and ``admin_password`` are secrets, ``secret_type``,
 ``secret_ref`` and ``key_name`` are not.
+
+It is the catalog's policy, not Heat's or the cloud's: it holds for the templates of a catalog entry (the
+files under an entry.yaml), not for a template outside any entry (someone else's, validated by path), which
+Heat and the cloud take with a default password.
 """
 
 from __future__ import annotations
@@ -15,8 +19,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from nfvcat import catalog
 from nfvcat.core import hot
 from nfvcat.core.documents import Document
 from nfvcat.core.findings import RawFinding
@@ -145,8 +151,10 @@ def sinks(data: Any) -> dict[str, list[Sink]]:
 class SecretParameter(Rule):
     id = "E1003"
     shortdesc = "A secret parameter is not hidden or has a default"
-    description = ("A parameter that carries a secret must be `hidden: true`, so Heat masks it in stack show "
-                   "and events, and must have no default, so no shared secret ships in the catalog. What it "
+    description = ("A parameter of a catalog entry's template that carries a secret must be `hidden: true`, so "
+                   "Heat masks it in stack show and events, and must have no default, so no shared secret ships "
+                   "in the catalog. It is the catalog's policy, not Heat's: a template outside any entry (no "
+                   "entry.yaml above it) is not held to it, as Heat and the cloud take such a parameter. What it "
                    "carries is decided by what it feeds: a secret property (admin_pass, password, psk, "
                    "private keys, a nested template's secret parameter, an OS::Barbican::Secret payload) or "
                    "a password, PSK or private-key line of user data or a script it is substituted into "
@@ -159,7 +167,7 @@ class SecretParameter(Rule):
 
     def check(self, doc: Document, ctx: Context) -> Iterator[RawFinding]:
         params = doc.data.get("parameters")
-        if not isinstance(params, dict):
+        if not isinstance(params, dict) or catalog.entry_of(Path(doc.abspath)) is None:
             return
         fed = sinks(doc.data)
         for name, spec in params.items():
