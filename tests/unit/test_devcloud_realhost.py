@@ -44,8 +44,9 @@ def test_this_machine_is_judged_by_its_flags() -> None:
     assert (kind == "qemu") == (not flags & {"vmx", "svm"}), why
 
 
-def test_cpu_sets_one_shared_the_rest_dedicated() -> None:
-    assert realhost.cpu_sets([3, 0, 1, 2]) == ([0], [1, 2, 3])
+def test_cpu_sets_room_for_a_guest_and_its_replacement_the_rest_shared() -> None:
+    assert realhost.cpu_sets([3, 0, 1, 2]) == ([0, 1], [2, 3])
+    assert realhost.cpu_sets([1, 0]) == ([], [0, 1])  # this kind of machine: no shared CPU left
     with pytest.raises(UserError, match="2 CPUs or more"):
         realhost.cpu_sets([0])
     shared, dedicated = realhost.cpu_sets()

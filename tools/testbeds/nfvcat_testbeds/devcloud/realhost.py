@@ -10,9 +10,12 @@ libvirt driver, QEMU guests that really boot.
   namespace: a libvirt of the machine, if any, is left alone. Guests run as root without a security driver
   (a dev cloud, not a multi-tenant host), their consoles logged to files Nova reads (``stdio_handler = file``).
 - ``virt_type``: ``kvm`` only where KVM can boot a guest (:mod:`nfvcat_testbeds.devcloud.accel`), else ``qemu`` (TCG).
-- CPUs are the machine's: the first online CPU is shared (``cpu_shared_set``: the dev cloud's services and the
-  guests' emulator threads live there), the others dedicated (``cpu_dedicated_set``). Guest memory on 2 MiB
-  huge pages reserved at ``up`` (:mod:`nfvcat_testbeds.devcloud.host`), given back at ``down``.
+- CPUs are the machine's: room for two FLAVOR guests comes first (``cpu_dedicated_set``), since Heat creates a
+  server's replacement (an upgrade's new user data, a heal) before it deletes the server it replaces, and a
+  host that holds one pinned guest only answers "No valid host" to every replacement; the online CPUs left, if
+  any, are shared (``cpu_shared_set``: the guests' emulator threads; on a 2-CPU machine there are none and they
+  float over each guest's own pCPU). Guest memory on 2 MiB huge pages reserved at ``up``
+  (:mod:`nfvcat_testbeds.devcloud.host`) for two guests too, given back at ``down``.
 """
 
 from __future__ import annotations
@@ -42,7 +45,8 @@ FLAVOR_SPECS = {"hw:cpu_policy": "dedicated", "hw:mem_page_size": "2MB", "hw:num
 NETWORKS = {"devcloud-mgmt": ("physnet_mgmt", 390, "172.31.0.0/24", True),
             "devcloud-left": ("physnet_mgmt", 391, "10.212.0.0/24", False),
             "devcloud-right": ("physnet_mgmt", 392, "10.213.0.0/24", False)}
-GUEST_PAGES = 640  # 2 MiB pages for guests of the real host: one FLAVOR guest (512) and headroom
+GUEST_SLOTS = 2  # FLAVOR guests the real host holds at once: one and the replacement Heat creates first
+GUEST_PAGES = 512 * GUEST_SLOTS + 128  # 2 MiB pages for guests of the real host: FLAVOR's 512 each, and headroom
 ENV_DIR = Path(__file__).with_name("environments")
 LIBVIRT_DIRS = {"etc": "/etc/libvirt", "run": "/run/libvirt", "lib": "/var/lib/libvirt", "log": "/var/log/libvirt",
                 "cache": "/var/cache/libvirt"}
@@ -59,12 +63,14 @@ def online_cpus() -> list[int]:
 
 
 def cpu_sets(cpus: list[int] | None = None) -> tuple[list[int], list[int]]:
-    """(shared, dedicated) of the machine: the first online CPU shared, the others dedicated to pinned guests."""
+    """(shared, dedicated) of the machine: the last GUEST_SLOTS online CPUs dedicated to pinned guests (a FLAVOR
+    guest and its replacement, which Heat creates before it deletes the first), the others shared (none on a
+    machine of GUEST_SLOTS CPUs)."""
     cpus = online_cpus() if cpus is None else sorted(cpus)
-    if len(cpus) < 2:
-        raise UserError(f"devcloud: a real compute host needs 2 CPUs or more (one shared, one dedicated); this "
-                        f"machine has {len(cpus)}", EXIT_ENGINE)
-    return cpus[:1], cpus[1:]
+    if len(cpus) < GUEST_SLOTS:
+        raise UserError(f"devcloud: a real compute host needs {GUEST_SLOTS} CPUs or more (a pinned guest and its "
+                        f"replacement); this machine has {len(cpus)}", EXIT_ENGINE)
+    return cpus[:-GUEST_SLOTS], cpus[-GUEST_SLOTS:]
 
 
 class Libvirt:
