@@ -38,6 +38,14 @@ class Placement:
     # PCI in Placement, offline: the cells of the host's other fitting allocation candidates, which Nova takes
     # instead of numa_cells when Placement lists theirs first (pciplacement)
     other_numa_cells: list[list[int]] = field(default_factory=list)
+    # where the weights do not decide Nova's choice (weigher.Weighers.undecided): the hosts it may take instead,
+    # this one among them, in the plan's host order (the first TIE_NAMES), how many they are, and why
+    tie: list[str] = field(default_factory=list)
+    tie_hosts: int = 0
+    tie_reason: str = ""
+
+
+TIE_NAMES = 50  # host names a tie lists (in a cloud of identical hosts, most of them tie)
 
 
 @dataclass
@@ -91,6 +99,7 @@ class Planner:
         self.placed = 0  # placements so far: reasons found for a demand stay true until the next one
         self._explained: dict[tuple[int, str | None, str | None], tuple[int, list[Any]]] = {}
         self.fit_seconds = 0.0
+        self._tie: tuple[list[str], int, str] = ([], 0, "")  # the last choice's (weigher.Weighers.undecided)
 
     def demand(self, vnf: Vnf) -> demand_mod.Demand:
         d = self.demands.get(id(vnf))
@@ -164,7 +173,7 @@ class Planner:
             entries = order.order if not avoid else sorted(
                 (i, gid) for _, gid in order.order
                 for i in [next((m for m in order.by_id[gid].members if m not in avoid), -1)] if i >= 0)
-        candidates, fits = [], {}
+        candidates, fits, eligible = [], {}, []
         for index, gid in entries:
             g = order.by_id[gid]
             ok, fitted = self._group_verdict(d, g)[:2]
@@ -174,10 +183,30 @@ class Planner:
                     inputs = self.inputs[gid] = weighers.inputs(self.hosts[index])
                 candidates.append((index, *inputs))
                 fits[index] = fitted
+                eligible.append(g)
         if not candidates:
             return None
-        index = weighers.best(candidates)
+        if policy == "affinity" and members:
+            def hosts_of(g: Group) -> list[int]:
+                return sorted(m for m in set(members) if order.group_of[m] is g)
+        else:
+            def hosts_of(g: Group) -> list[int]:
+                return [m for m in g.members if m not in avoid] if avoid else g.members
+        weights = weighers.weights(candidates)
+        tied, why = weighers.undecided(weights, [len(hosts_of(g)) for g in eligible] if members
+                                       else [len(g.members) for g in eligible])
+        index = self._pick(candidates, weights)
+        self._tie = ([], 0, "")
+        if why:
+            ties = sorted(m for j in tied for m in hosts_of(eligible[j])[:TIE_NAMES])[:TIE_NAMES]
+            self._tie = ([self.hosts[m].name for m in ties], sum(len(hosts_of(eligible[j])) for j in tied), why)
         return self.hosts[index], fits[index]
+
+    @staticmethod
+    def _pick(candidates: list[tuple[int, tuple[float, ...], tuple[float, ...]]], weights: list[float]) -> int:
+        """Nova's first host after its stable descending sort by weight: the first of the best."""
+        top = max(weights)
+        return next(c[0] for c, wt in zip(candidates, weights, strict=True) if wt == top)
 
     def place(self, d: demand_mod.Demand, instance: str, group: str | None = None,
               policy: str | None = None) -> Placement | Failure:
@@ -201,7 +230,13 @@ class Planner:
                 passing[hs.index] = fitted
         if not passing:
             return None
-        index = self.weighers.best([(i, *self.weighers.inputs(self.hosts[i])) for i in passing])
+        candidates = [(i, *self.weighers.inputs(self.hosts[i])) for i in passing]
+        weights = self.weighers.weights(candidates)
+        tied, why = self.weighers.undecided(weights, [1] * len(candidates))
+        index = self._pick(candidates, weights)
+        self._tie = ([], 0, "")
+        if why:
+            self._tie = ([self.hosts[candidates[j][0]].name for j in tied][:TIE_NAMES], len(tied), why)
         return self.hosts[index], passing[index]
 
     def explain(self, d: demand_mod.Demand, instance: str, group: str | None = None,
@@ -256,6 +291,7 @@ class Planner:
             self.host_order.moved(hs)
         where = describe(d, hs, fitted, instance, devices)
         where.other_numa_cells = others
+        where.tie, where.tie_hosts, where.tie_reason = self._tie
         return where
 
     def place_chain(self, chain: Chain, suffix: str = "", stop_on_failure: bool = False) -> ChainResult:
