@@ -11,6 +11,8 @@ which the tests compare placements against.
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -99,6 +101,7 @@ class Planner:
         self.placed = 0  # placements so far: reasons found for a demand stay true until the next one
         self._explained: dict[tuple[int, str | None, str | None], tuple[int, list[Any]]] = {}
         self.fit_seconds = 0.0
+        self._described: dict[int, tuple[Any, tuple[Any, ...]]] = {}  # id(fitted) -> (fitted, its output part)
         self._tie: tuple[list[str], int, str] = ([], 0, "")  # the last choice's (weigher.Weighers.undecided)
 
     def demand(self, vnf: Vnf) -> demand_mod.Demand:
@@ -198,8 +201,9 @@ class Planner:
         index = self._pick(candidates, weights)
         self._tie = ([], 0, "")
         if why:
-            ties = sorted(m for j in tied for m in hosts_of(eligible[j])[:TIE_NAMES])[:TIE_NAMES]
-            self._tie = ([self.hosts[m].name for m in ties], sum(len(hosts_of(eligible[j])) for j in tied), why)
+            lists = [hosts_of(eligible[j]) for j in tied]  # each in host order: the first TIE_NAMES of their merge
+            ties = list(itertools.islice(heapq.merge(*lists), TIE_NAMES))
+            self._tie = ([self.hosts[m].name for m in ties], sum(map(len, lists)), why)
         return self.hosts[index], fits[index]
 
     @staticmethod
@@ -289,7 +293,7 @@ class Planner:
             self.groups.setdefault(group, []).append(hs.index)
         if self.host_order is not None:
             self.host_order.moved(hs)
-        where = describe(d, hs, fitted, instance, devices)
+        where = describe(d, hs, fitted, instance, devices, self._described if self.memo else None)
         where.other_numa_cells = others
         where.tie, where.tie_hosts, where.tie_reason = self._tie
         return where
@@ -313,9 +317,36 @@ class Planner:
 
 
 def describe(d: demand_mod.Demand, hs: hoststate.HostState, fitted: Any, instance: str,
-             devices: list[dict[str, Any]]) -> Placement:
-    cells, pinned, emulator, page = [], [], [], "-"
-    policy = "shared"
+             devices: list[dict[str, Any]], memo: dict[int, tuple[Any, tuple[Any, ...]]] | None = None) -> Placement:
+    """The placement as output shows it; ``memo``: the fitted topology's part, per fitted object (hosts of one
+    group share theirs), computed once."""
+    known = memo.get(id(fitted)) if memo is not None and fitted is not None else None
+    if known is not None and known[0] is fitted:
+        part = known[1]
+    else:
+        part = _fitted_part(fitted)
+        if memo is not None and fitted is not None:
+            memo[id(fitted)] = (fitted, part)
+    cells, pinned, emulator, page, policy = part
+    pci = []
+    for dev in devices:
+        entry = {"address": dev.get("device"), "pf": dev.get("address"),
+                 "numa_node": None if dev.get("numa_node") in (None, "None") else int(dev["numa_node"]),
+                 "vendor_product": f"{dev.get('vendor_id')}:{dev.get('product_id')}",
+                 "dev_type": dev.get("dev_type")}
+        if dev.get("physical_network"):
+            entry["physical_network"] = dev["physical_network"]
+        pci.append(entry)
+    return Placement(vnf=d.name, instance=instance, host=hs.name, role=hs.spec.role, numa_cells=list(cells),
+                     pinned_cpus=list(pinned), emulator_cpus=list(emulator), page_size=page, cpu_policy=policy,
+                     pci_devices=pci)
+
+
+def _fitted_part(fitted: Any) -> tuple[Any, ...]:
+    cells: list[int] = []
+    pinned: list[int] = []
+    emulator: list[int] = []
+    page, policy = "-", "shared"
     if fitted is not None:
         for c in fitted.cells:
             cells.append(c.id)
@@ -327,15 +358,4 @@ def describe(d: demand_mod.Demand, hs: hoststate.HostState, fitted: Any, instanc
                 page = demand_mod.page_label(c.pagesize)
             if c.cpu_policy:
                 policy = str(c.cpu_policy)
-    pci = []
-    for dev in devices:
-        entry = {"address": dev.get("device"), "pf": dev.get("address"),
-                 "numa_node": None if dev.get("numa_node") in (None, "None") else int(dev["numa_node"]),
-                 "vendor_product": f"{dev.get('vendor_id')}:{dev.get('product_id')}",
-                 "dev_type": dev.get("dev_type")}
-        if dev.get("physical_network"):
-            entry["physical_network"] = dev["physical_network"]
-        pci.append(entry)
-    return Placement(vnf=d.name, instance=instance, host=hs.name, role=hs.spec.role, numa_cells=cells,
-                     pinned_cpus=pinned, emulator_cpus=emulator, page_size=page, cpu_policy=policy,
-                     pci_devices=pci)
+    return tuple(cells), tuple(pinned), tuple(emulator), page, policy

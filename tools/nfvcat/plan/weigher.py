@@ -95,7 +95,6 @@ class Weighers:
         self.handler = handler
         self.subset = max(1, int(fs.host_subset_size))
         self.shuffle = bool(fs.shuffle_best_same_weighed_hosts)
-        self.zero: dict[tuple[int, float], bool] = {}  # (weigher, value): equal values normalise to 0
 
     def view(self, hs: HostState) -> Any:
         """What Nova's weighers read from a scheduler HostState, from the plan's host."""
@@ -125,23 +124,21 @@ class Weighers:
         weights = [0.0] * len(candidates)
         if len(candidates) == 1:
             return weights
-        normalize = nova().weights.normalize
         raws = list(zip(*(c[1] for c in candidates), strict=True))
         mults = list(zip(*(c[2] for c in candidates), strict=True))
         for i, w in enumerate(self.weighers):
             values, m = raws[i], mults[i]
             if not any(m):
                 continue
-            low = values[0]
-            if low == max(values) == min(values):
-                zero = self.zero.get((i, low))
-                if zero is None:
-                    zero = self.zero[i, low] = not any(normalize([low, low], minval=w.minval, maxval=w.maxval))
-                if zero:
-                    continue
-            normed = list(normalize(list(values), minval=w.minval, maxval=w.maxval))
-            for j in range(len(weights)):
-                weights[j] += m[j] * normed[j]
+            # nova.weights.normalize's operations, in its order: maxval and minval (the weigher's, else the
+            # list's), as floats; all equal normalise to 0, which adds nothing; else (x - minval) / range
+            high = float(max(values) if w.maxval is None else w.maxval)
+            low = float(min(values) if w.minval is None else w.minval)
+            if low == high:
+                continue
+            span = high - low
+            for j, x in enumerate(values):
+                weights[j] += m[j] * ((x - low) / span)
         return weights
 
     def best(self, candidates: list[tuple[int, tuple[float, ...], tuple[float, ...]]]) -> int:
