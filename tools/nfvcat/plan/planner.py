@@ -86,6 +86,7 @@ class Planner:
         except UserError as exc:
             raise UserError(f"{inventory.path}: {exc}") from None
         self.inventory = inventory
+        self.names = [hs.name for hs in self.hosts]
         self.strategy = strategy
         self.weighers = weigher.Weighers(strategy, weighing)
         self.memo = memo
@@ -202,8 +203,8 @@ class Planner:
         self._tie = ([], 0, "")
         if why:
             lists = [hosts_of(eligible[j]) for j in tied]  # each in host order: the first TIE_NAMES of their merge
-            ties = list(itertools.islice(heapq.merge(*lists), TIE_NAMES))
-            self._tie = ([self.hosts[m].name for m in ties], sum(map(len, lists)), why)
+            ties = lists[0][:TIE_NAMES] if len(lists) == 1 else itertools.islice(heapq.merge(*lists), TIE_NAMES)
+            self._tie = (list(map(self.names.__getitem__, ties)), sum(map(len, lists)), why)
         return self.hosts[index], fits[index]
 
     @staticmethod

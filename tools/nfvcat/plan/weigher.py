@@ -121,11 +121,16 @@ class Weighers:
         times the host's multiplier, added in weigher order. A weigher whose every score is 0 (multipliers 0,
         or equal raw values normalised to 0) adds only zeros to the sums, which leaves them as they are: it is
         skipped. One candidate: Nova does not weigh (0.0)."""
-        weights = [0.0] * len(candidates)
         if len(candidates) == 1:
-            return weights
-        raws = list(zip(*(c[1] for c in candidates), strict=True))
-        mults = list(zip(*(c[2] for c in candidates), strict=True))
+            return [0.0]
+        # candidates with the same inputs get the same weight (the same operations on the same values, and the
+        # list's min and max are those of its distinct values): each distinct input is weighed once
+        slot: dict[tuple[tuple[float, ...], tuple[float, ...]], int] = {}
+        at = [slot.setdefault((c[1], c[2]), len(slot)) for c in candidates]
+        distinct = list(slot)
+        weights = [0.0] * len(distinct)
+        raws = list(zip(*(c[0] for c in distinct), strict=True))
+        mults = list(zip(*(c[1] for c in distinct), strict=True))
         for i, w in enumerate(self.weighers):
             values, m = raws[i], mults[i]
             if not any(m):
@@ -139,7 +144,7 @@ class Weighers:
             span = high - low
             for j, x in enumerate(values):
                 weights[j] += m[j] * ((x - low) / span)
-        return weights
+        return [weights[k] for k in at]
 
     def best(self, candidates: list[tuple[int, tuple[float, ...], tuple[float, ...]]]) -> int:
         """Of (position, raw values, multipliers) in Nova's host order, the position Nova's weighing puts
