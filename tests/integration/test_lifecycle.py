@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
+from nfvcat.cloud.verdicts import PASSING
 from tests.integration.conftest import CLOUD, NFVCAT, ROOT, counts, nfvcat
 
 PSK = {"NFVCAT_SECRET_PSK": "integration-psk-0123456789abcdef"}
@@ -158,7 +159,7 @@ def test_onboarding_on_drift_uploads_the_verified_local_rebuild(conn: Any, tmp_p
 def test_one_vnf_sriov_chain_then_wrong_placement_is_caught(conn: Any, tmp_path: Path) -> None:
     rc, report, err = instantiate("chain-vrouter", "-e", "sriov")
     assert rc == 0, err
-    assert report["ok"] and {v["status"] for v in report["verdicts"]} == {"pass"}
+    assert report["ok"] and {v["status"] for v in report["verdicts"]} <= set(PASSING)
     server = next(s for s in conn.compute.servers(all_projects=True) if s.name == "chain-vrouter-1")
     assert server.status == "ACTIVE"
     vifs = {p.name: (p.binding_vnic_type, p.binding_vif_type, p.binding_host_id) for p in

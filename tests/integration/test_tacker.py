@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
+from nfvcat.cloud.verdicts import PASSING
 from tests.integration.conftest import CLOUD, NFVCAT, ROOT, counts, nfvcat
 
 PSK = {"NFVCAT_SECRET_PSK": "integration-psk-0123456789abcdef"}
@@ -61,7 +62,7 @@ def test_instantiate_heal_terminate_via_tacker(conn: Any, entry: str) -> None:
     name = f"it-{entry}"
     before, times, made = _fresh(conn, name, entry, *extra)
     vnf = made["vnf"]
-    assert made["ok"] and {v["status"] for v in made["verdicts"]} == {"pass"}, made["verdicts"]
+    assert made["ok"] and {v["status"] for v in made["verdicts"]} <= set(PASSING), made["verdicts"]
     # what Tacker reports: one VNFC of the VDU on a real server, every external CP on a port of it
     assert [v["vduId"] for v in vnf["vnfcs"]] == [vdu]
     server = conn.compute.get_server(vnf["vnfcs"][0]["server"])
@@ -109,7 +110,7 @@ def test_scale_out_and_in_by_one_step_via_tacker(conn: Any) -> None:
 
     out, times["scale out+check"] = _run("scale out", "scale", "--via", "tacker", name, "--aspect", aspect,
                                          "--host-access", "devcloud")
-    assert out["ok"] and {v["status"] for v in out["verdicts"]} == {"pass"}, out["verdicts"]
+    assert out["ok"] and {v["status"] for v in out["verdicts"]} <= set(PASSING), out["verdicts"]
     assert out["vnf"]["scale"] == {"aspect": aspect, "from": 0, "to": 1}
     servers = _vdu_servers(conn, stack, "VDU_VROUTER")
     assert len(servers) == 2 and first[0] in servers
