@@ -39,6 +39,13 @@ def findings_of(*args: str, **kw: object) -> tuple[int, list[dict[str, object]]]
     return proc.returncode, json.loads(proc.stdout)["findings"]
 
 
+def tracked_entries() -> list[Path]:
+    """The catalog's entry.yaml files as git tracks them (the tests' own fixtures left out): not the copies a
+    product-alone venv's cache (.cache/product-venv) or the dev cloud's state holds under the checkout."""
+    out = subprocess.run(["git", "ls-files", "*entry.yaml"], cwd=ROOT, capture_output=True, text=True, check=True)
+    return [ROOT / f for f in out.stdout.split() if not f.startswith("tests/")]
+
+
 @pytest.fixture(scope="session")
 def product_venv() -> ProductVenv:
     """The product distribution alone in a fresh venv (tests/productvenv.py), built once per run: the first tier

@@ -3,13 +3,11 @@ read from the templates and the release record; the browser tier (tests/site) ch
 
 from __future__ import annotations
 
-import subprocess
-
 import yaml
 
 from nfvcat.packaging import site
 from nfvcat.packaging.site import diagram
-from tests.conftest import ROOT
+from tests.conftest import ROOT, tracked_entries
 
 SFC = ROOT / "templates" / "heat" / "chain-sfc"
 
@@ -39,9 +37,7 @@ def test_a_vnf_template_draws_its_server_ports_with_either_vnic_of_an_if() -> No
 
 def test_the_pages_hold_the_record_and_nova_descriptions() -> None:
     pages = {p.rel: p for p in site.collect(ROOT)}
-    tracked = subprocess.run(["git", "ls-files", "*entry.yaml"], cwd=ROOT, capture_output=True, text=True,
-                             check=True).stdout.split()  # not the copies a product-alone venv's cache holds
-    assert len(pages) == len([f for f in tracked if not f.startswith("tests/")])
+    assert len(pages) == len(tracked_entries())
     chain = pages["templates/heat/chain-vrouter"]
     assert [v.version for v in chain.versions][-3:] == ["1.1.1", "1.1.0", "1.0.0"]  # newest first
     assert chain.versions[-1].changes is None and all(v.changes is not None for v in chain.versions[:-1])
