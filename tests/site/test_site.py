@@ -94,9 +94,15 @@ def vnfs_of(template: Path) -> list[str]:
             if str(r.get("type")).endswith(".yaml") or r.get("type") == "OS::Nova::Server"]
 
 
-def test_each_chain_has_a_diagram_naming_every_vnf(site: Path, browser: Browser) -> None:
+def shots_dir(site: Path) -> Path:
+    """Where the drawings' screenshots go: $NFVCAT_SITE_SHOTS, else beside the site."""
     shots = Path(os.environ.get("NFVCAT_SITE_SHOTS") or site / "shots")
     shots.mkdir(parents=True, exist_ok=True)
+    return shots
+
+
+def test_each_chain_has_a_diagram_naming_every_vnf(site: Path, browser: Browser) -> None:
+    shots = shots_dir(site)
     checked = 0
     for entry in sorted((ROOT / "templates" / "heat").glob("*/entry.yaml")):
         meta = yaml.safe_load(entry.read_text())
@@ -117,8 +123,7 @@ def test_each_chain_has_a_diagram_naming_every_vnf(site: Path, browser: Browser)
 def test_each_chain_has_a_placement_drawing_naming_every_vnf(site: Path, browser: Browser) -> None:
     """One drawing per example environment: every VNF of the template is placed (named by its instance, a nested
     template's server as VNF.server) or named as fitting no host, with plan's reason under it."""
-    shots = Path(os.environ.get("NFVCAT_SITE_SHOTS") or site / "shots")
-    shots.mkdir(parents=True, exist_ok=True)
+    shots = shots_dir(site)
     checked = 0
     for entry in sorted((ROOT / "templates" / "heat").glob("*/entry.yaml")):
         meta = yaml.safe_load(entry.read_text())

@@ -91,13 +91,19 @@ def _glance_accepts(m: Any, name: str, data: bytes) -> None:
                                                 "os_hash_value": hashlib.sha512(data).hexdigest(), "size": len(data)})
 
 
-def test_instantiate_a_release_uploads_that_releases_image_before_heat(repo: Path, fake: Any, tmp_path: Path,
-                                                                       capsys: Any) -> None:
+def _release_image_dir(tmp_path: Path, m: Any) -> tuple[Path, bytes]:
+    """An --image-dir holding release 1.0.0's image file, and Glance (on ``m``) accepting its upload."""
     old = b"the image of release 1.0.0"
     files = tmp_path / "images"
     files.mkdir()
     (files / "demo-1.0.0.qcow2").write_bytes(old)
-    _glance_accepts(fake, "demo-1.0.0", old)
+    _glance_accepts(m, "demo-1.0.0", old)
+    return files, old
+
+
+def test_instantiate_a_release_uploads_that_releases_image_before_heat(repo: Path, fake: Any, tmp_path: Path,
+                                                                       capsys: Any) -> None:
+    files, old = _release_image_dir(tmp_path, fake)
     assert cli.main(["instantiate", "chain@1.0.0", "--no-check", "--ready-timeout", "0", "--os-cloud", "x",
                      "--image-dir", str(files)]) == 0
     err = capsys.readouterr().err
@@ -173,11 +179,7 @@ def tacker(repo: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
 
 def test_instantiate_via_tacker_of_a_release_uploads_its_image_before_tacker_is_called(
         tacker: Any, tmp_path: Path, capsys: Any) -> None:
-    old = b"the image of release 1.0.0"
-    files = tmp_path / "images"
-    files.mkdir()
-    (files / "demo-1.0.0.qcow2").write_bytes(old)
-    _glance_accepts(tacker, "demo-1.0.0", old)
+    files, old = _release_image_dir(tmp_path, tacker)
     assert cli.main(["instantiate", "--via", "tacker", "vnfd/vnf-vrouter@1.0.0", "--no-check", "--os-cloud", "x",
                      "--image-dir", str(files)]) == 0
     err = capsys.readouterr().err
