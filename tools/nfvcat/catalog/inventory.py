@@ -6,6 +6,7 @@ The format follows Nova's objects: a cell is a ``NUMACell`` (cpu_dedicated_set -
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from dataclasses import dataclass, field
@@ -184,12 +185,13 @@ def from_data(data: Any, path: str = "<inventory>") -> Inventory:
     hosts: list[HostSpec] = []
     for i, raw in enumerate(data["hosts"]):
         count = int(raw.get("count", 1))
-        for n in range(count):
-            try:
-                hosts.append(_host(raw, defaults, n + 1 if count > 1 or "{index" in raw["name"] else 0,
-                                   len(hosts)))
-            except (ValueError, KeyError, IndexError) as exc:
-                raise UserError(f"{path}: /hosts/{i}: {exc}") from None
+        try:
+            first = _host(raw, defaults, 1 if count > 1 or "{index" in raw["name"] else 0, len(hosts))
+        except (ValueError, KeyError, IndexError) as exc:
+            raise UserError(f"{path}: /hosts/{i}: {exc}") from None
+        hosts.append(first)
+        for n in range(2, count + 1):  # the same entry: the same host but for its name (what it holds is shared)
+            hosts.append(dataclasses.replace(first, name=_name(raw, n), index=len(hosts)))
     names = [h.name for h in hosts]
     dup = sorted({n for n in names if names.count(n) > 1}) if len(set(names)) != len(names) else []
     if dup:
@@ -247,10 +249,14 @@ def _device(raw: dict[str, Any]) -> DeviceSpec:
                       used=bool(raw.get("used", False)))
 
 
+def _name(raw: dict[str, Any], index: int) -> str:
+    return str(raw["name"].format(index=index) if "{index" in raw["name"] else (
+        f"{raw['name']}-{index}" if index else raw["name"]))
+
+
 def _host(raw: dict[str, Any], defaults: dict[str, Any], index: int, position: int) -> HostSpec:
     merged = {k: raw.get(k, defaults.get(k)) for k in SETTINGS}
-    name = raw["name"].format(index=index) if "{index" in raw["name"] else (
-        f"{raw['name']}-{index}" if index else raw["name"])
+    name = _name(raw, index)
     cells = [_cell(c) for c in raw.get("numa_cells") or []]
     ids = [c.id for c in cells]
     if len(set(ids)) != len(ids):

@@ -125,6 +125,7 @@ class HostState:
                 self.pci.pools = copy.deepcopy(self.pci.pools)
             before = {pool_key(p): p["count"] for p in self.pci.pools}
             self.pci.apply_requests(pci_requests, mapping, fitted.cells if fitted is not None else None)
+            _POOL_STATES.pop(id(self.pci), None)  # changed in place (a host of its own, not shared)
             self.pci_shared = True  # from now on the outcome's, shared with hosts taking the same fit
             after = {pool_key(p): p["count"] for p in self.pci.pools}
             taken = [key for key, count in before.items() for _ in range(count - after.get(key, 0))]
@@ -156,7 +157,7 @@ class HostState:
         sig = self._signature
         if sig is None:
             cells = _free_state(self.topology)
-            pools = tuple((pool_key(p), p["count"]) for p in self.pci.pools) if self.pci else None
+            pools = _pool_state(self.pci) if self.pci else None
             sig = self._signature = (self.template, cells, pools, self.vcpu_used, self.pcpu_used, self.mem_used,
                                      self.flavor_vcpus_used, len(self.instances))
         return sig
@@ -175,6 +176,21 @@ def _free_state(topology: Any) -> tuple[Any, ...]:
                    tuple((p.size_kb, p.total, p.used, p.reserved) for p in c.mempages or ()))
                   for c in topology.cells)
     _FREE_STATES[key] = (weakref.ref(topology, lambda _ref: _FREE_STATES.pop(key, None)), state)
+    return state
+
+
+_POOL_STATES: dict[int, tuple[weakref.ref[Any], tuple[Any, ...]]] = {}  # id(PciDeviceStats) -> (it, its state)
+
+
+def _pool_state(pci: Any) -> tuple[Any, ...]:
+    """The pools with their counts, once per PciDeviceStats object (hosts share one until they take a device;
+    apply_requests, the only change, forgets it)."""
+    key = id(pci)
+    known = _POOL_STATES.get(key)
+    if known is not None and known[0]() is pci:
+        return known[1]
+    state = tuple((pool_key(p), p["count"]) for p in pci.pools)
+    _POOL_STATES[key] = (weakref.ref(pci, lambda _ref: _POOL_STATES.pop(key, None)), state)
     return state
 
 

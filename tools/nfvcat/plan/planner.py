@@ -11,6 +11,8 @@ which the tests compare placements against.
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -38,6 +40,14 @@ class Placement:
     # PCI in Placement, offline: the cells of the host's other fitting allocation candidates, which Nova takes
     # instead of numa_cells when Placement lists theirs first (pciplacement)
     other_numa_cells: list[list[int]] = field(default_factory=list)
+    # where the weights do not decide Nova's choice (weigher.Weighers.undecided): the hosts it may take instead,
+    # this one among them, in the plan's host order (the first TIE_NAMES), how many they are, and why
+    tie: list[str] = field(default_factory=list)
+    tie_hosts: int = 0
+    tie_reason: str = ""
+
+
+TIE_NAMES = 50  # host names a tie lists (in a cloud of identical hosts, most of them tie)
 
 
 @dataclass
@@ -76,6 +86,7 @@ class Planner:
         except UserError as exc:
             raise UserError(f"{inventory.path}: {exc}") from None
         self.inventory = inventory
+        self.names = [hs.name for hs in self.hosts]
         self.strategy = strategy
         self.weighers = weigher.Weighers(strategy, weighing)
         self.memo = memo
@@ -91,6 +102,8 @@ class Planner:
         self.placed = 0  # placements so far: reasons found for a demand stay true until the next one
         self._explained: dict[tuple[int, str | None, str | None], tuple[int, list[Any]]] = {}
         self.fit_seconds = 0.0
+        self._described: dict[int, tuple[Any, tuple[Any, ...]]] = {}  # id(fitted) -> (fitted, its output part)
+        self._tie: tuple[list[str], int, str] = ([], 0, "")  # the last choice's (weigher.Weighers.undecided)
 
     def demand(self, vnf: Vnf) -> demand_mod.Demand:
         d = self.demands.get(id(vnf))
@@ -164,7 +177,7 @@ class Planner:
             entries = order.order if not avoid else sorted(
                 (i, gid) for _, gid in order.order
                 for i in [next((m for m in order.by_id[gid].members if m not in avoid), -1)] if i >= 0)
-        candidates, fits = [], {}
+        candidates, fits, eligible = [], {}, []
         for index, gid in entries:
             g = order.by_id[gid]
             ok, fitted = self._group_verdict(d, g)[:2]
@@ -174,10 +187,31 @@ class Planner:
                     inputs = self.inputs[gid] = weighers.inputs(self.hosts[index])
                 candidates.append((index, *inputs))
                 fits[index] = fitted
+                eligible.append(g)
         if not candidates:
             return None
-        index = weighers.best(candidates)
+        if policy == "affinity" and members:
+            def hosts_of(g: Group) -> list[int]:
+                return sorted(m for m in set(members) if order.group_of[m] is g)
+        else:
+            def hosts_of(g: Group) -> list[int]:
+                return [m for m in g.members if m not in avoid] if avoid else g.members
+        weights = weighers.weights(candidates)
+        tied, why = weighers.undecided(weights, [len(hosts_of(g)) for g in eligible] if members
+                                       else [len(g.members) for g in eligible])
+        index = self._pick(candidates, weights)
+        self._tie = ([], 0, "")
+        if why:
+            lists = [hosts_of(eligible[j]) for j in tied]  # each in host order: the first TIE_NAMES of their merge
+            ties = lists[0][:TIE_NAMES] if len(lists) == 1 else itertools.islice(heapq.merge(*lists), TIE_NAMES)
+            self._tie = (list(map(self.names.__getitem__, ties)), sum(map(len, lists)), why)
         return self.hosts[index], fits[index]
+
+    @staticmethod
+    def _pick(candidates: list[tuple[int, tuple[float, ...], tuple[float, ...]]], weights: list[float]) -> int:
+        """Nova's first host after its stable descending sort by weight: the first of the best."""
+        top = max(weights)
+        return next(c[0] for c, wt in zip(candidates, weights, strict=True) if wt == top)
 
     def place(self, d: demand_mod.Demand, instance: str, group: str | None = None,
               policy: str | None = None) -> Placement | Failure:
@@ -201,7 +235,13 @@ class Planner:
                 passing[hs.index] = fitted
         if not passing:
             return None
-        index = self.weighers.best([(i, *self.weighers.inputs(self.hosts[i])) for i in passing])
+        candidates = [(i, *self.weighers.inputs(self.hosts[i])) for i in passing]
+        weights = self.weighers.weights(candidates)
+        tied, why = self.weighers.undecided(weights, [1] * len(candidates))
+        index = self._pick(candidates, weights)
+        self._tie = ([], 0, "")
+        if why:
+            self._tie = ([self.hosts[candidates[j][0]].name for j in tied][:TIE_NAMES], len(tied), why)
         return self.hosts[index], passing[index]
 
     def explain(self, d: demand_mod.Demand, instance: str, group: str | None = None,
@@ -254,8 +294,9 @@ class Planner:
             self.groups.setdefault(group, []).append(hs.index)
         if self.host_order is not None:
             self.host_order.moved(hs)
-        where = describe(d, hs, fitted, instance, devices)
+        where = describe(d, hs, fitted, instance, devices, self._described if self.memo else None)
         where.other_numa_cells = others
+        where.tie, where.tie_hosts, where.tie_reason = self._tie
         return where
 
     def place_chain(self, chain: Chain, suffix: str = "", stop_on_failure: bool = False) -> ChainResult:
@@ -277,9 +318,36 @@ class Planner:
 
 
 def describe(d: demand_mod.Demand, hs: hoststate.HostState, fitted: Any, instance: str,
-             devices: list[dict[str, Any]]) -> Placement:
-    cells, pinned, emulator, page = [], [], [], "-"
-    policy = "shared"
+             devices: list[dict[str, Any]], memo: dict[int, tuple[Any, tuple[Any, ...]]] | None = None) -> Placement:
+    """The placement as output shows it; ``memo``: the fitted topology's part, per fitted object (hosts of one
+    group share theirs), computed once."""
+    known = memo.get(id(fitted)) if memo is not None and fitted is not None else None
+    if known is not None and known[0] is fitted:
+        part = known[1]
+    else:
+        part = _fitted_part(fitted)
+        if memo is not None and fitted is not None:
+            memo[id(fitted)] = (fitted, part)
+    cells, pinned, emulator, page, policy = part
+    pci = []
+    for dev in devices:
+        entry = {"address": dev.get("device"), "pf": dev.get("address"),
+                 "numa_node": None if dev.get("numa_node") in (None, "None") else int(dev["numa_node"]),
+                 "vendor_product": f"{dev.get('vendor_id')}:{dev.get('product_id')}",
+                 "dev_type": dev.get("dev_type")}
+        if dev.get("physical_network"):
+            entry["physical_network"] = dev["physical_network"]
+        pci.append(entry)
+    return Placement(vnf=d.name, instance=instance, host=hs.name, role=hs.spec.role, numa_cells=list(cells),
+                     pinned_cpus=list(pinned), emulator_cpus=list(emulator), page_size=page, cpu_policy=policy,
+                     pci_devices=pci)
+
+
+def _fitted_part(fitted: Any) -> tuple[Any, ...]:
+    cells: list[int] = []
+    pinned: list[int] = []
+    emulator: list[int] = []
+    page, policy = "-", "shared"
     if fitted is not None:
         for c in fitted.cells:
             cells.append(c.id)
@@ -291,15 +359,4 @@ def describe(d: demand_mod.Demand, hs: hoststate.HostState, fitted: Any, instanc
                 page = demand_mod.page_label(c.pagesize)
             if c.cpu_policy:
                 policy = str(c.cpu_policy)
-    pci = []
-    for dev in devices:
-        entry = {"address": dev.get("device"), "pf": dev.get("address"),
-                 "numa_node": None if dev.get("numa_node") in (None, "None") else int(dev["numa_node"]),
-                 "vendor_product": f"{dev.get('vendor_id')}:{dev.get('product_id')}",
-                 "dev_type": dev.get("dev_type")}
-        if dev.get("physical_network"):
-            entry["physical_network"] = dev["physical_network"]
-        pci.append(entry)
-    return Placement(vnf=d.name, instance=instance, host=hs.name, role=hs.spec.role, numa_cells=cells,
-                     pinned_cpus=pinned, emulator_cpus=emulator, page_size=page, cpu_policy=policy,
-                     pci_devices=pci)
+    return tuple(cells), tuple(pinned), tuple(emulator), page, policy

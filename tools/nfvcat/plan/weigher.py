@@ -4,6 +4,13 @@ the weigher's minval/maxval), multiplied by its multiplier (nova.conf, or the ho
 summed in weigher order; the highest weight wins, ties to the host listed first (Nova's sort is stable,
 host_subset_size 1).
 
+Where Nova's choice is not decided by the weights, the plan says so (``choice``): hosts of equal weight keep
+the order nova-scheduler holds its host states in (HostManager._get_host_states yields them from a set of
+(host, node) keys, an order fixed by string hashes per scheduler process, not Placement's nor the
+inventory's), so the plan's first host is one of them, not necessarily Nova's; ``host_subset_size`` N > 1
+makes Nova pick at random among its N best; ``shuffle_best_same_weighed_hosts`` shuffles the hosts that
+share the best weight.
+
 The weighers are Nova's own classes, asked for one host's raw value through ``weigh_objects``; what they
 read comes from the plan's host state, as the scheduler's HostState has it after the compute node's
 report: free_ram_mb (total memory - reserved_host_memory_mb - memory of the instances), vcpus_total x
@@ -39,7 +46,10 @@ OPTIONS = ("weight_classes", "ram_weight_multiplier", "cpu_weight_multiplier", "
            "io_ops_weight_multiplier", "pci_weight_multiplier", "soft_affinity_weight_multiplier",
            "soft_anti_affinity_weight_multiplier", "build_failure_weight_multiplier",
            "cross_cell_move_weight_multiplier", "hypervisor_version_weight_multiplier",
-           "num_instances_weight_multiplier", "image_props_weight_multiplier")
+           "num_instances_weight_multiplier", "image_props_weight_multiplier", "host_subset_size",
+           "shuffle_best_same_weighed_hosts")
+CHOICE = ("host_subset_size", "shuffle_best_same_weighed_hosts")  # how Nova picks among the weighed hosts
+TIE = "equal weight: nova-scheduler keeps its own order of host states among them (not known outside it)"
 
 
 class _Request(SimpleNamespace):
@@ -62,6 +72,7 @@ class Weighers:
         for name, value in (settings or {}).items():
             try:
                 conf.set_override(name, [v.strip() for v in value.split(",")] if name == "weight_classes"
+                                  else _choice_value(name, value) if name in CHOICE
                                   else float(value), group="filter_scheduler")
             except (ValueError, n.exception.NovaException) as exc:
                 raise UserError(f"nova.conf [filter_scheduler] {name} = {value}: {exc}") from None
@@ -82,7 +93,8 @@ class Weighers:
                 raise UserError(f"the plan cannot feed Nova's {name} (what it weighs is not in an inventory): "
                                 f"set its multiplier to 0 to plan")
         self.handler = handler
-        self.zero: dict[tuple[int, float], bool] = {}  # (weigher, value): equal values normalise to 0
+        self.subset = max(1, int(fs.host_subset_size))
+        self.shuffle = bool(fs.shuffle_best_same_weighed_hosts)
 
     def view(self, hs: HostState) -> Any:
         """What Nova's weighers read from a scheduler HostState, from the plan's host."""
@@ -103,30 +115,78 @@ class Weighers:
         return (tuple(w.weigh_objects(objs, REQUEST)[0] for w in self.weighers),
                 tuple(w.weight_multiplier(view) for w in self.weighers))
 
-    def best(self, candidates: list[tuple[int, tuple[float, ...], tuple[float, ...]]]) -> int:
-        """Of (position, raw values, multipliers) in Nova's host order, the position Nova's weighing puts
-        first: BaseWeightHandler.get_weighed_objects's sums, then its stable descending sort. A weigher
-        whose every score is 0 (multipliers 0, or equal raw values normalised to 0) adds only zeros to the
-        sums, which leaves them as they are: it is skipped."""
+    def weights(self, candidates: list[tuple[int, tuple[float, ...], tuple[float, ...]]]) -> list[float]:
+        """Each candidate's total weight, as BaseWeightHandler.get_weighed_objects sums it for (position, raw
+        values, multipliers) in Nova's host order: per weigher, nova.weights.normalize over the candidates,
+        times the host's multiplier, added in weigher order. A weigher whose every score is 0 (multipliers 0,
+        or equal raw values normalised to 0) adds only zeros to the sums, which leaves them as they are: it is
+        skipped. One candidate: Nova does not weigh (0.0)."""
         if len(candidates) == 1:
-            return candidates[0][0]
-        normalize = nova().weights.normalize
-        weights = [0.0] * len(candidates)
-        raws = list(zip(*(c[1] for c in candidates), strict=True))
-        mults = list(zip(*(c[2] for c in candidates), strict=True))
+            return [0.0]
+        # candidates with the same inputs get the same weight (the same operations on the same values, and the
+        # list's min and max are those of its distinct values): each distinct input is weighed once
+        slot: dict[tuple[tuple[float, ...], tuple[float, ...]], int] = {}
+        at = [slot.setdefault((c[1], c[2]), len(slot)) for c in candidates]
+        distinct = list(slot)
+        weights = [0.0] * len(distinct)
+        raws = list(zip(*(c[0] for c in distinct), strict=True))
+        mults = list(zip(*(c[1] for c in distinct), strict=True))
         for i, w in enumerate(self.weighers):
             values, m = raws[i], mults[i]
             if not any(m):
                 continue
-            low = values[0]
-            if low == max(values) == min(values):
-                zero = self.zero.get((i, low))
-                if zero is None:
-                    zero = self.zero[i, low] = not any(normalize([low, low], minval=w.minval, maxval=w.maxval))
-                if zero:
-                    continue
-            normed = list(normalize(list(values), minval=w.minval, maxval=w.maxval))
-            for j in range(len(weights)):
-                weights[j] += m[j] * normed[j]
+            # nova.weights.normalize's operations, in its order: maxval and minval (the weigher's, else the
+            # list's), as floats; all equal normalise to 0, which adds nothing; else (x - minval) / range
+            high = float(max(values) if w.maxval is None else w.maxval)
+            low = float(min(values) if w.minval is None else w.minval)
+            if low == high:
+                continue
+            span = high - low
+            for j, x in enumerate(values):
+                weights[j] += m[j] * ((x - low) / span)
+        return [weights[k] for k in at]
+
+    def best(self, candidates: list[tuple[int, tuple[float, ...], tuple[float, ...]]]) -> int:
+        """Of (position, raw values, multipliers) in Nova's host order, the position Nova's weighing puts
+        first: the weights' stable descending sort."""
+        if len(candidates) == 1:
+            return candidates[0][0]
+        weights = self.weights(candidates)
         top = max(weights)
         return next(c[0] for c, wt in zip(candidates, weights, strict=True) if wt == top)
+
+    def undecided(self, weights: list[float], hosts: list[int]) -> tuple[list[int], str | None]:
+        """Which candidates Nova may take instead of the first of the best, and why: ``weights`` per candidate,
+        ``hosts`` how many hosts each candidate stands for (hosts of one group weigh alike). With
+        host_subset_size N, the hosts weighing at least the N-th best weight (Nova takes one of its N first at
+        random, and hosts of that weight are in its own order); with N 1, those of the best weight. ([], None)
+        when the weights decide."""
+        if not weights:
+            return [], None
+        order = sorted(range(len(weights)), key=lambda j: -weights[j])
+        seen, floor = 0, weights[order[0]]
+        for j in order:
+            floor = weights[j]
+            seen += hosts[j]
+            if seen >= self.subset:
+                break
+        chosen = [j for j in range(len(weights)) if weights[j] >= floor]
+        if sum(hosts[j] for j in chosen) < 2:
+            return [], None
+        if self.subset > 1:
+            why = (f"host_subset_size {self.subset}: Nova picks at random among its {self.subset} best-weighed "
+                   f"hosts (those of equal weight in its own order)")
+        elif self.shuffle:
+            why = "equal weight: Nova shuffles the best-weighed hosts (shuffle_best_same_weighed_hosts)"
+        else:
+            why = TIE
+        return chosen, why
+
+
+def _choice_value(name: str, value: str) -> int | bool:
+    if name == "host_subset_size":
+        return int(value)
+    low = value.strip().lower()
+    if low not in ("true", "1", "on", "yes", "false", "0", "off", "no"):
+        raise ValueError(f"{value!r} is not a boolean")
+    return low in ("true", "1", "on", "yes")
