@@ -43,7 +43,7 @@ def test_chain_fits_and_lands_numa_local() -> None:
     gw = [p for p in doc["placements"] if p["vnf"] == "ipsec-gw"]
     assert len(gw) == 2 and gw[0]["host"] != gw[1]["host"], "anti-affinity"
     for p in gw:
-        tie = {"tie", "tie_hosts", "tie_reason"}  # identical SR-IOV hosts weigh alike: Nova's order decides
+        tie = {"undecided", "undecided_hosts", "undecided_reason"}  # identical SR-IOV hosts: Nova's order decides
         assert set(p) - tie == {"vnf", "instance", "host", "role", "numa_cells", "pinned_cpus", "emulator_cpus",
                                 "page_size", "cpu_policy", "pci_devices"} and set(p) & tie in (set(), tie)
         assert p["role"] == "sriov" and p["page_size"] == "1G" and len(p["pinned_cpus"]) == 4

@@ -44,8 +44,8 @@ def _placement_json(p: Placement) -> dict[str, Any]:
     doc = asdict(p)
     if not p.other_numa_cells:  # only where Placement's unknown order decides the cells
         del doc["other_numa_cells"]
-    if not p.tie_hosts:  # only where the weights do not decide Nova's choice
-        del doc["tie"], doc["tie_hosts"], doc["tie_reason"]
+    if not p.undecided_hosts:  # only where the weights do not decide Nova's choice
+        del doc["undecided"], doc["undecided_hosts"], doc["undecided_reason"]
     return doc
 
 
@@ -111,11 +111,11 @@ def plan_text(result: ChainResult, meta: dict[str, Any]) -> str:
                          f"provider first, else NUMA {others} (PCI in Placement: its candidate order decides; "
                          f"--candidates-from CLOUD asks it)")
     for p in result.placements:
-        if p.tie_hosts:
-            names = ", ".join(p.tie[:MAX_HOSTS_SHOWN]) + (f" and {p.tie_hosts - MAX_HOSTS_SHOWN} more"
-                                                           if p.tie_hosts > MAX_HOSTS_SHOWN else "")
-            lines.append(f"{p.instance}: tie: Nova may take any of {p.tie_hosts} hosts [{names}], not necessarily "
-                         f"{p.host} ({p.tie_reason})")
+        if p.undecided_hosts:
+            more = p.undecided_hosts - MAX_HOSTS_SHOWN
+            names = ", ".join(p.undecided[:MAX_HOSTS_SHOWN]) + (f" and {more} more" if more > 0 else "")
+            lines.append(f"{p.instance}: undecided: Nova may take any of {p.undecided_hosts} hosts [{names}], not "
+                         f"necessarily {p.host} ({p.undecided_reason})")
     for f in result.failures:
         lines.extend(_failure_text(f))
     total = len(result.placements) + len(result.failures)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import operator
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,13 +42,13 @@ class Placement:
     # instead of numa_cells when Placement lists theirs first (pciplacement)
     other_numa_cells: list[list[int]] = field(default_factory=list)
     # where the weights do not decide Nova's choice (weigher.Weighers.undecided): the hosts it may take instead,
-    # this one among them, in the plan's host order (the first TIE_NAMES), how many they are, and why
-    tie: list[str] = field(default_factory=list)
-    tie_hosts: int = 0
-    tie_reason: str = ""
+    # this one among them, in the plan's host order (the first UNDECIDED_NAMES), how many they are, and why
+    undecided: list[str] = field(default_factory=list)
+    undecided_hosts: int = 0
+    undecided_reason: str = ""
 
 
-TIE_NAMES = 50  # host names a tie lists (in a cloud of identical hosts, most of them tie)
+UNDECIDED_NAMES = 50  # host names an undecided choice lists (in a cloud of identical hosts, most of them tie)
 
 
 @dataclass
@@ -103,7 +104,7 @@ class Planner:
         self._explained: dict[tuple[int, str | None, str | None], tuple[int, list[Any]]] = {}
         self.fit_seconds = 0.0
         self._described: dict[int, tuple[Any, tuple[Any, ...]]] = {}  # id(fitted) -> (fitted, its output part)
-        self._tie: tuple[list[str], int, str] = ([], 0, "")  # the last choice's (weigher.Weighers.undecided)
+        self._undecided: tuple[list[str], int, str] = ([], 0, "")  # the last choice's (weigher.Weighers.undecided)
 
     def demand(self, vnf: Vnf) -> demand_mod.Demand:
         d = self.demands.get(id(vnf))
@@ -196,15 +197,16 @@ class Planner:
         else:
             def hosts_of(g: Group) -> list[int]:
                 return [m for m in g.members if m not in avoid] if avoid else g.members
-        weights = weighers.weights(candidates)
+        io: list[float] = []
+        weights = weighers.weights(candidates, io)
         tied, why = weighers.undecided(weights, [len(hosts_of(g)) for g in eligible] if members
-                                       else [len(g.members) for g in eligible])
+                                       else [len(g.members) for g in eligible], (candidates, io))
         index = self._pick(candidates, weights)
-        self._tie = ([], 0, "")
+        self._undecided = ([], 0, "")
         if why:
-            lists = [hosts_of(eligible[j]) for j in tied]  # each in host order: the first TIE_NAMES of their merge
-            ties = lists[0][:TIE_NAMES] if len(lists) == 1 else itertools.islice(heapq.merge(*lists), TIE_NAMES)
-            self._tie = (list(map(self.names.__getitem__, ties)), sum(map(len, lists)), why)
+            lists = [hosts_of(eligible[j]) for j in tied]
+            self._undecided = (list(map(self.names.__getitem__, first_of(lists, UNDECIDED_NAMES))),
+                               sum(map(len, lists)), why)
         return self.hosts[index], fits[index]
 
     @staticmethod
@@ -214,40 +216,53 @@ class Planner:
         return next(c[0] for c, wt in zip(candidates, weights, strict=True) if wt == top)
 
     def place(self, d: demand_mod.Demand, instance: str, group: str | None = None,
-              policy: str | None = None) -> Placement | Failure:
+              policy: str | None = None, host: str | None = None) -> Placement | Failure:
+        """Nova's choice for one server; ``host``: the requested host (the filters run on it alone)."""
+        only = None if host is None else self.index_of(host)
         if d.invalid is None:
-            found = (self._choose(d, group, policy) if self.memo and not self._per_host(d)
-                     else self._choose_host_by_host(d, group, policy))
+            found = (self._choose(d, group, policy) if self.memo and not self._per_host(d) and only is None
+                     else self._choose_host_by_host(d, group, policy, only))
             if found is not None:
                 return self._consume(d, found[0], found[1], instance, group)
-        return self.explain(d, instance, group, policy)
+        return self.explain(d, instance, group, policy, only)
+
+    def index_of(self, host: str) -> int:
+        try:
+            return self.names.index(host)
+        except ValueError:
+            raise UserError(f"requested host '{host}' is not in the inventory {self.inventory.path}") from None
 
     def _per_host(self, d: demand_mod.Demand) -> bool:
         """Placement's order, as the cloud gave it, is per host: hosts of one signature may differ in it."""
         return self.placement is not None and self.placement.known and bool(pciplacement.groups(d.pci_requests))
 
-    def _choose_host_by_host(self, d: demand_mod.Demand, group: str | None,
-                             policy: str | None) -> tuple[hoststate.HostState, Any] | None:
+    def _choose_host_by_host(self, d: demand_mod.Demand, group: str | None, policy: str | None,
+                             only: int | None = None) -> tuple[hoststate.HostState, Any] | None:
         passing: dict[int, Any] = {}
-        for hs in self.hosts:
+        for hs in self.hosts if only is None else [self.hosts[only]]:
             ok, fitted = self._passes(d, hs, group, policy)
             if ok:
                 passing[hs.index] = fitted
         if not passing:
             return None
         candidates = [(i, *self.weighers.inputs(self.hosts[i])) for i in passing]
-        weights = self.weighers.weights(candidates)
-        tied, why = self.weighers.undecided(weights, [1] * len(candidates))
+        io: list[float] = []
+        weights = self.weighers.weights(candidates, io)
+        tied, why = self.weighers.undecided(weights, [1] * len(candidates), (candidates, io))
         index = self._pick(candidates, weights)
-        self._tie = ([], 0, "")
+        self._undecided = ([], 0, "")
         if why:
-            self._tie = ([self.hosts[candidates[j][0]].name for j in tied][:TIE_NAMES], len(tied), why)
+            self._undecided = ([self.hosts[candidates[j][0]].name for j in tied][:UNDECIDED_NAMES], len(tied), why)
         return self.hosts[index], passing[index]
 
     def explain(self, d: demand_mod.Demand, instance: str, group: str | None = None,
-                policy: str | None = None) -> Failure:
+                policy: str | None = None, only: int | None = None) -> Failure:
         if d.invalid:
             return Failure(d.name, instance, [("*", reasons.Reason("invalid", d.invalid))])
+        if only is not None:  # the requested host's reason; Nova tries no other
+            hs = self.hosts[only]
+            return Failure(d.name, instance, [(hs.name, reasons.diagnose(d, hs, self._group_reason(group, policy,
+                                                                                                  hs)))])
         key = (id(d), group, policy)
         cached = self._explained.get(key)
         if cached is None or cached[0] != self.placed:  # nothing changed since: same reasons (count: N)
@@ -296,18 +311,22 @@ class Planner:
             self.host_order.moved(hs)
         where = describe(d, hs, fitted, instance, devices, self._described if self.memo else None)
         where.other_numa_cells = others
-        where.tie, where.tie_hosts, where.tie_reason = self._tie
+        where.undecided, where.undecided_hosts, where.undecided_reason = self._undecided
         return where
 
     def place_chain(self, chain: Chain, suffix: str = "", stop_on_failure: bool = False) -> ChainResult:
         result = ChainResult()
+        for vnf in chain.vnfs:
+            if vnf.host is not None and vnf.host not in self.names:
+                raise UserError(f"{chain.source}: VNF {vnf.name}: requested host '{vnf.host}' is not in the "
+                                f"inventory {self.inventory.path}")
         for vnf in chain.vnfs:
             d = self.demand(vnf)
             group = f"{vnf.server_group}{suffix}" if vnf.server_group else None
             policy = chain.server_groups.get(vnf.server_group or "")
             for i in range(vnf.count):
                 name = f"{vnf.name}{suffix}" + (f"-{i + 1}" if vnf.count > 1 else "")
-                got = self.place(d, name, group, policy)
+                got = self.place(d, name, group, policy, vnf.host)
                 if isinstance(got, Failure):
                     result.failures.append(got)
                     if stop_on_failure:
@@ -315,6 +334,16 @@ class Planner:
                 else:
                     result.placements.append(got)
         return result
+
+
+def first_of(lists: list[list[int]], n: int) -> list[int]:
+    """The n smallest of sorted, disjoint, non-empty lists (host indices: host order). Each of them is among
+    the first n of its list, and its list's head among the n smallest heads: the rest is never looked at."""
+    if len(lists) == 1:
+        return lists[0][:n]
+    if len(lists) > n:
+        lists = heapq.nsmallest(n, lists, key=operator.itemgetter(0))
+    return sorted(itertools.chain.from_iterable(h[:n] for h in lists))[:n]
 
 
 def describe(d: demand_mod.Demand, hs: hoststate.HostState, fitted: Any, instance: str,

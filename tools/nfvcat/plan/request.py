@@ -9,6 +9,7 @@ A placement request file (``kind: nfvcat/placement-request``)::
         ports: [{vnic_type: direct, physnet: sriov1}, {vnic_type: normal, physnet: dpdk1}]
         count: 2
         server_group: vrouter-ha
+        host: compute-7               # optional: Nova's requested host (server create ``host``, 2.74)
     server_groups:
       vrouter-ha: {policy: anti-affinity}
 """
@@ -53,6 +54,7 @@ class Vnf:
     ports: list[Port] = field(default_factory=list)
     count: int = 1
     server_group: str | None = None
+    host: str | None = None  # the requested host: the filters run on it alone (Nova's ``host``, 2.74)
 
 
 @dataclass
@@ -142,9 +144,12 @@ def load(path: str, flavor_dirs: list[str] | None = None) -> Chain:
         ports = raw.get("ports") or []
         if not isinstance(ports, list):
             raise UserError(f"{where}: ports must be a list")
+        host = raw.get("host")
+        if host is not None and (not isinstance(host, str) or not host):
+            raise UserError(f"{where}: host must be a host name of the inventory")
         vnfs.append(Vnf(name=str(raw.get("name") or flavor.name), flavor=flavor, image_properties=props,
                         ports=[port_from_data(p, f"{where}/ports/{j}") for j, p in enumerate(ports)],
-                        count=count, server_group=str(group) if group else None))
+                        count=count, server_group=str(group) if group else None, host=host))
     names = [v.name for v in vnfs]
     if len(set(names)) != len(names):
         raise UserError(f"{path}: VNF names must be unique")

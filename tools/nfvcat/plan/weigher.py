@@ -9,24 +9,29 @@ the order nova-scheduler holds its host states in (HostManager._get_host_states 
 (host, node) keys, an order fixed by string hashes per scheduler process, not Placement's nor the
 inventory's), so the plan's first host is one of them, not necessarily Nova's; ``host_subset_size`` N > 1
 makes Nova pick at random among its N best; ``shuffle_best_same_weighed_hosts`` shuffles the hosts that
-share the best weight.
+share the best weight. One weigher reads a count no API shows: num_io_ops (IoOpsWeigher). Nova's resource
+tracker counts a build in a host's io_workload when it claims it and recounts only at its periodic
+update_available_resource (update_resources_interval, every 60 s by default, per compute service), so what
+Nova weighs is the builds since that host's last update: anywhere between none and every server the plan put
+there. Where that term, anywhere in its range on each host, could put another host first, the plan names
+those hosts too (``IO_RACE``).
 
 The weighers are Nova's own classes, asked for one host's raw value through ``weigh_objects``; what they
 read comes from the plan's host state, as the scheduler's HostState has it after the compute node's
 report: free_ram_mb (total memory - reserved_host_memory_mb - memory of the instances), vcpus_total x
 cpu_allocation_ratio - vcpus_used (the flavors' vCPUs, pinned ones too; vcpus_total is the compute node's
 count, cpu_shared_set as libvirt reports it), the PCI pools, num_instances, and num_io_ops: the instances
-the plan put on the host, as builds (the resource tracker counts a build in io_workload when it claims and
-refreshes that count only at its periodic update, so servers booted one after another within it all still
-count; the dev cloud's scheduler weighs them so). What an inventory does not describe is the same on every
-host, which Nova's normalisation makes weigh alike: free disk (no disk sizes in an inventory), build
-failures, hypervisor version, cell. Soft (anti-)affinity groups weigh 0 (the planner does not model them).
-A weigher the plan cannot feed (ImagePropertiesWeigher, MetricsWeigher with a setting) is refused when its
-multiplier is not 0.
+the plan put on the host, as builds (the upper end of the race above). What an inventory does not describe
+is the same on every host, which Nova's normalisation makes weigh alike: free disk (no disk sizes in an
+inventory), build failures, hypervisor version, cell. Soft (anti-)affinity groups weigh 0 (the planner does
+not model them). A weigher the plan cannot feed (ImagePropertiesWeigher, MetricsWeigher with a setting) is
+refused when its multiplier is not 0.
 """
 
 from __future__ import annotations
 
+import itertools
+import operator
 from types import SimpleNamespace
 from typing import Any
 
@@ -50,6 +55,8 @@ OPTIONS = ("weight_classes", "ram_weight_multiplier", "cpu_weight_multiplier", "
            "shuffle_best_same_weighed_hosts")
 CHOICE = ("host_subset_size", "shuffle_best_same_weighed_hosts")  # how Nova picks among the weighed hosts
 TIE = "equal weight: nova-scheduler keeps its own order of host states among them (not known outside it)"
+IO_RACE = ("num_io_ops: Nova weighs the builds since each host's last periodic resource update (every 60 s by "
+           "default), which no API shows; the plan counts every server it put on the host")
 
 
 class _Request(SimpleNamespace):
@@ -93,6 +100,7 @@ class Weighers:
                 raise UserError(f"the plan cannot feed Nova's {name} (what it weighs is not in an inventory): "
                                 f"set its multiplier to 0 to plan")
         self.handler = handler
+        self.io = next((i for i, w in enumerate(self.weighers) if type(w).__name__ == "IoOpsWeigher"), None)
         self.subset = max(1, int(fs.host_subset_size))
         self.shuffle = bool(fs.shuffle_best_same_weighed_hosts)
 
@@ -115,13 +123,17 @@ class Weighers:
         return (tuple(w.weigh_objects(objs, REQUEST)[0] for w in self.weighers),
                 tuple(w.weight_multiplier(view) for w in self.weighers))
 
-    def weights(self, candidates: list[tuple[int, tuple[float, ...], tuple[float, ...]]]) -> list[float]:
+    def weights(self, candidates: list[tuple[int, tuple[float, ...], tuple[float, ...]]],
+                io_terms: list[float] | None = None) -> list[float]:
         """Each candidate's total weight, as BaseWeightHandler.get_weighed_objects sums it for (position, raw
         values, multipliers) in Nova's host order: per weigher, nova.weights.normalize over the candidates,
         times the host's multiplier, added in weigher order. A weigher whose every score is 0 (multipliers 0,
         or equal raw values normalised to 0) adds only zeros to the sums, which leaves them as they are: it is
-        skipped. One candidate: Nova does not weigh (0.0)."""
+        skipped. One candidate: Nova does not weigh (0.0). ``io_terms``, when given, gets each candidate's
+        IoOpsWeigher term (0.0 where it adds nothing)."""
         if len(candidates) == 1:
+            if io_terms is not None:
+                io_terms[:] = [0.0]
             return [0.0]
         # candidates with the same inputs get the same weight (the same operations on the same values, and the
         # list's min and max are those of its distinct values): each distinct input is weighed once
@@ -129,6 +141,7 @@ class Weighers:
         at = [slot.setdefault((c[1], c[2]), len(slot)) for c in candidates]
         distinct = list(slot)
         weights = [0.0] * len(distinct)
+        io = [0.0] * len(distinct)
         raws = list(zip(*(c[0] for c in distinct), strict=True))
         mults = list(zip(*(c[1] for c in distinct), strict=True))
         for i, w in enumerate(self.weighers):
@@ -142,8 +155,15 @@ class Weighers:
             if low == high:
                 continue
             span = high - low
+            if i == self.io:
+                for j, x in enumerate(values):
+                    weights[j] += (term := m[j] * ((x - low) / span))
+                    io[j] = term
+                continue
             for j, x in enumerate(values):
                 weights[j] += m[j] * ((x - low) / span)
+        if io_terms is not None:
+            io_terms[:] = [io[k] for k in at]
         return [weights[k] for k in at]
 
     def best(self, candidates: list[tuple[int, tuple[float, ...], tuple[float, ...]]]) -> int:
@@ -155,12 +175,15 @@ class Weighers:
         top = max(weights)
         return next(c[0] for c, wt in zip(candidates, weights, strict=True) if wt == top)
 
-    def undecided(self, weights: list[float], hosts: list[int]) -> tuple[list[int], str | None]:
+    def undecided(self, weights: list[float], hosts: list[int],
+                  race: tuple[list[tuple[int, tuple[float, ...], tuple[float, ...]]], list[float]] | None = None
+                  ) -> tuple[list[int], str | None]:
         """Which candidates Nova may take instead of the first of the best, and why: ``weights`` per candidate,
         ``hosts`` how many hosts each candidate stands for (hosts of one group weigh alike). With
         host_subset_size N, the hosts weighing at least the N-th best weight (Nova takes one of its N first at
-        random, and hosts of that weight are in its own order); with N 1, those of the best weight. ([], None)
-        when the weights decide."""
+        random, and hosts of that weight are in its own order); with N 1, those of the best weight. Else, with
+        ``race`` (the candidates and their io_terms from :meth:`weights`), those the num_io_ops race may put
+        first (:meth:`io_race`). ([], None) when the weights decide."""
         if not weights:
             return [], None
         order = sorted(range(len(weights)), key=lambda j: -weights[j])
@@ -171,8 +194,9 @@ class Weighers:
             if seen >= self.subset:
                 break
         chosen = [j for j in range(len(weights)) if weights[j] >= floor]
+        raced = self.io_race(race[0], weights, race[1]) if race is not None else []
         if sum(hosts[j] for j in chosen) < 2:
-            return [], None
+            return (raced, IO_RACE) if raced else ([], None)
         if self.subset > 1:
             why = (f"host_subset_size {self.subset}: Nova picks at random among its {self.subset} best-weighed "
                    f"hosts (those of equal weight in its own order)")
@@ -180,7 +204,34 @@ class Weighers:
             why = "equal weight: Nova shuffles the best-weighed hosts (shuffle_best_same_weighed_hosts)"
         else:
             why = TIE
+        if set(raced) - set(chosen):
+            return sorted({*chosen, *raced}), f"{why}; {IO_RACE}"
         return chosen, why
+
+    def io_race(self, candidates: list[tuple[int, tuple[float, ...], tuple[float, ...]]], weights: list[float],
+                io_terms: list[float]) -> list[int]:
+        """The candidates (the chosen one among them, in order) that could come first once each host's
+        IoOpsWeigher term is anywhere in its range: between 0 and its multiplier for a host the plan put builds
+        on (Nova may count all, some or none of them), 0 for a host with none (its count is then the least,
+        which normalises to 0). [] when no other candidate can."""
+        if self.io is None or len(candidates) < 2:
+            return []
+        k, counts = self.io, not self.weighers[self.io].minval  # minval 0 (or none): a count of 0 normalises to 0
+
+        def reach(j: int, sign: float) -> float:  # the term's least (sign -1) or most (+1) for candidate j
+            m = candidates[j][2][k]
+            return 0.0 if not m or (counts and candidates[j][1][k] <= 0) else (min if sign < 0 else max)(0.0, m)
+
+        c = weights.index(max(weights))
+        floor = weights[c] - io_terms[c] + reach(c, -1)
+        # reaching the chosen one's least is enough: among equal weights nova-scheduler keeps its own order. Without
+        # the IoOpsWeigher term, a candidate reaches its weight less its term, plus its most (0 unless positive)
+        base = list(map(operator.sub, weights, io_terms))
+        if all(cand[2][k] <= 0 for cand in candidates):
+            others = list(itertools.compress(range(len(base)), map(floor.__le__, base)))
+        else:
+            others = [j for j, b in enumerate(base) if b + reach(j, 1) >= floor]
+        return others if len(others) > 1 else []  # c is always among them
 
 
 def _choice_value(name: str, value: str) -> int | bool:
