@@ -179,10 +179,10 @@ LAST: list[vd.Verdict] = []
 
 
 def verdicts(m: requests_mock.Mocker, servers: list[dict[str, Any]], admin: bool = True,
-             access: Any = None) -> dict[tuple[str, str], set[str]]:
+             access: Any = None, inv: Any = INV) -> dict[tuple[str, str], set[str]]:
     Cloud(m, servers, admin)
     out: dict[tuple[str, str], set[str]] = {}
-    LAST[:] = chk.check_stack(connection(), "chain", INV, access)
+    LAST[:] = chk.check_stack(connection(), "chain", inv, access)
     for v in LAST:
         out.setdefault((v.check, v.status), set()).add(v.subject)
     return out
@@ -534,6 +534,23 @@ def test_pinning_is_judged_on_the_hosts_own_topology(mock: requests_mock.Mocker)
     found = verdicts(mock, [pinned("v", {0: 0}, host=REAL, specs=srv["specs"])], access=own)
     assert found[("CPU pinning", vd.FAIL)] == {"v"} and "[0] not in the node's cpu_dedicated_set" in detail(
         "CPU pinning", vd.FAIL)
+
+
+def test_a_host_the_inventory_lists_without_cells_is_judged_on_its_own_topology(mock: requests_mock.Mocker) -> None:
+    """The dev cloud's inventory lists its real host with no NUMA cells (libvirt's are the machine's): no source
+    shows its CPU sets without host access (unknown, never a FAIL for a node the inventory does not describe),
+    and with it, the host's own."""
+    data = yaml.safe_load(INVENTORY)
+    data["hosts"].append({"name": REAL, "role": "compute", "hypervisor": "libvirt"})
+    listed = inventory.from_data(data, "listed")
+    srv = pinned("v", {0: 1}, host=REAL)
+    found = verdicts(mock, [srv], inv=listed)
+    assert found[("CPU pinning", vd.UNKNOWN)] == {"v"} and ("CPU pinning", vd.FAIL) not in found, found
+    assert "the inventory gives it no NUMA cells; check --host-access" in detail("CPU pinning", vd.UNKNOWN)
+    own = Facts({"v": HostFacts(pinning={0: 1})}, {REAL: [HostCell(0, {1}, {0}, [{0}, {1}])]})
+    mock.reset()
+    found = verdicts(mock, [srv], access=own, inv=listed)
+    assert found[("CPU pinning", vd.PASS)] == {"v"} and ("CPU pinning", vd.UNKNOWN) not in found, found
 
 
 def test_devcloud_state_reads_novas_pci_requests_and_the_host_topology(tmp_path: Path) -> None:

@@ -134,7 +134,7 @@ class CheckContext:
         if host not in self._cpu_maps:
             maps = []
             spec = self.hosts.get(host)
-            if spec is not None:
+            if spec is not None and spec.cells:  # a host listed without cells (its topology is its own) shows none
                 maps.append(cpu_map("inventory", [(c.id, c.dedicated, c.shared, c.siblings) for c in spec.cells]))
             cells = self.access.cells(host) if self.access else None
             if cells is not None:

@@ -92,8 +92,9 @@ class Checker(CheckContext):
                 continue
             maps = self.cpu_maps(host)
             if not maps:
-                self.add(vnf, name, "CPU pinning", UNKNOWN, f"{label}: no source shows host {host}'s CPU sets (not "
-                         "in the inventory" + ("" if self.access else "; check --host-access: the host's own") + ")")
+                listed = "the inventory gives it no NUMA cells" if host in self.hosts else "not in the inventory"
+                self.add(vnf, name, "CPU pinning", UNKNOWN, f"{label}: no source shows host {host}'s CPU sets ({listed}"
+                         + ("" if self.access else "; check --host-access: the host's own") + ")")
                 continue
             for m in maps:
                 dedicated = m.dedicated.get(int(n["host_node"]))
