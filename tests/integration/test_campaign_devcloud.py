@@ -10,6 +10,8 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from nfvcat.catalog import qos as catalog_qos
 from tests import junitxsd
 from tests.integration.conftest import ROOT, nfvcat
@@ -70,13 +72,14 @@ def _assert_acl(acl: dict[str, Any]) -> None:
 
 
 def _assert_qos(qos: dict[str, Any], figures: dict[str, Any]) -> None:
-    """The catalog's QoS (net-provider's values) as the OVS agent applied it: the limit measured within 10 % of
-    max_kbps and well below the unlimited figure, arms alternated; the DSCP mark received with the policy and 0
-    without."""
+    """The catalog's QoS (net-provider's values) as the OVS agent applied it: the limit (the TDF's max_kbps, a
+    test policy) measured within 10 % and well below the unlimited figure, arms alternated; the DSCP mark received
+    with the policy and 0 without."""
     bw, dscp = qos["bandwidth_limit"], qos["dscp_marking"]
     mark = catalog_qos.rule(catalog_qos.policies(ROOT)["realtime_qos_policy"], "dscp_marking", "net-provider")
-    limit = catalog_qos.rule(catalog_qos.policies(ROOT)["best_effort_qos_policy"], "bandwidth_limit", "net-provider")
-    assert bw["max_kbps"] == limit["max_kbps"] and bw["limit_mbps"] == limit["max_kbps"] / 1000
+    tdf = yaml.safe_load((ROOT / "tests/tdf/devcloud.yaml").read_text())
+    asked = next(t for t in tdf["tests"] if t["name"] == "vrouter-real-host")["dataplane"]["qos"]["max_kbps"]
+    assert bw["max_kbps"] == asked and bw["limit_mbps"] == asked / 1000 and bw["test_policy"]
     assert bw["status"] == "PASS" and bw["on_cloud"], bw
     assert abs(bw["limited_median_mbps"] - bw["limit_mbps"]) <= 0.1 * bw["limit_mbps"], bw
     assert bw["unlimited_median_mbps"] >= 1.5 * bw["limit_mbps"], bw
