@@ -1,7 +1,8 @@
 """`nfvcat preflight` on the dev cloud (issue #43): every catalog entry and environment gets a verdict read from
 the live cloud and its hosts (--host-access devcloud: Nova's compute_nodes records), then the cloud is changed,
 one thing at a time and restored after: a flavor's host aggregate removed, the 1 GiB huge pages exhausted, the
-SR-IOV agents disabled. The verdict and its reason must change, named with the rule behind it."""
+SR-IOV agents disabled, networking-sfc taken out of neutron-server. The verdict and its reason must change, named
+with the rule behind it."""
 
 from __future__ import annotations
 
@@ -147,3 +148,35 @@ def test_sriov_agent_dropped(conn: Any) -> None:
     bind = reason(case, "Neutron ML2 sriovnicswitch binding (vnic direct, physnet physnet_sriov)")
     assert bind["status"] == "fail" and "no live NIC Switch agent" in bind["detail"]
     assert reason(preflight()[SRIOV], "Neutron ML2 sriovnicswitch binding")["status"] == "pass"
+
+
+@contextmanager
+def neutron_without_sfc() -> Iterator[None]:
+    """neutron-server started again without networking-sfc's service plugins (`nfvcat devcloud up` with
+    NFVCAT_DEVCLOUD_SFC=0, which writes its neutron.conf so), then again with them."""
+    from nfvcat_testbeds.devcloud import procs
+    from nfvcat_testbeds.devcloud.configs import SFC_ENV
+    from nfvcat_testbeds.devcloud.state import State, default_dir
+
+    state = State(default_dir())
+
+    def restart(**env: str) -> None:
+        procs.stop(state, "neutron-api", grace=10)
+        res = nfvcat("devcloud", "up", env=env, timeout=600)
+        assert res.returncode == 0, res.stderr[-2000:]
+
+    restart(**{SFC_ENV: "0"})
+    try:
+        yield
+    finally:
+        restart(**{SFC_ENV: "1"})
+
+
+def test_networking_sfc_disabled() -> None:
+    sfc = ("chain-sfc", "udp-flows")
+    with neutron_without_sfc():
+        case = preflight()[sfc]
+    assert case["verdict"] == "does not run"
+    rule = reason(case, "Neutron networking-sfc (extensions sfc, flow_classifier)")
+    assert rule["status"] == "fail" and "extension(s) flow_classifier, sfc not loaded" in rule["detail"], rule
+    assert reason(preflight()[sfc], "Neutron networking-sfc")["status"] == "pass"
