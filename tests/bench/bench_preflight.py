@@ -4,7 +4,8 @@ SR-IOV, OVS-DPDK and pinned, each with its own cells as host access reads them).
 timed (they are the cloud's); the inventory's load and each round of plans are. Warm: a first round is not
 counted; then ``--rounds`` rounds, the median quoted, with the load average beside it.
 
-Prints figures only; no timed assertions. Run: .venv/bin/python tests/bench/bench_preflight.py [--hosts 1000]
+Prints figures only; no timed assertions. Run: PYTHONPATH=. .venv/bin/python tests/bench/bench_preflight.py [--hosts
+1000] (tox -e bench sets it)
 """
 
 from __future__ import annotations
