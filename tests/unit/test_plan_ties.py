@@ -98,6 +98,12 @@ def test_host_subset_size_widens_the_choice() -> None:
     assert novaenv.nova().CONF.filter_scheduler.host_subset_size == 1
 
 
+def passing_hosts(planner: Planner, d: Any) -> list[Any]:
+    """The hosts that pass Nova's filters for demand ``d`` now, in the planner's host order."""
+    return [hs for hs in planner.hosts if filters.exact_fit(d, hs)[0] and not filters.static_reason(d, hs)
+            and not filters.resource_reason(d, hs) and filters.cpu_policy_ok(d, hs)]
+
+
 def test_ties_are_equal_totals_of_novas_own_weight_handler() -> None:
     """On random inventories, at every step: the hosts the plan reports tied are exactly the hosts whose total
     weight, as Nova's HostWeightHandler computes it over the same host states, equals the best one."""
@@ -111,8 +117,7 @@ def test_ties_are_equal_totals_of_novas_own_weight_handler() -> None:
             d = planner.demand(vnf)
             if d.invalid:
                 continue
-            passing = [hs for hs in planner.hosts if filters.exact_fit(d, hs)[0] and not filters.static_reason(d, hs)
-                       and not filters.resource_reason(d, hs) and filters.cpu_policy_ok(d, hs)]
+            passing = passing_hosts(planner, d)
             views = [planner.weighers.view(hs) for hs in passing]  # the host states before the choice
             weighed = handler.get_weighed_objects(planner.weighers.weighers, views, weigher.REQUEST)
             got = planner.place(d, vnf.name)
@@ -145,8 +150,7 @@ def test_io_race_names_every_host_novas_handler_may_put_first(seed: int) -> None
         d = planner.demand(vnf)
         if d.invalid:
             continue
-        passing = [hs for hs in planner.hosts if filters.exact_fit(d, hs)[0] and not filters.static_reason(d, hs)
-                   and not filters.resource_reason(d, hs) and filters.cpu_policy_ok(d, hs)]
+        passing = passing_hosts(planner, d)
         views = [w.view(hs) for hs in passing]
         firsts = set()
         for mask in itertools.product((False, True), repeat=len(views)):
