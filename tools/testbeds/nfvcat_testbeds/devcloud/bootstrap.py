@@ -77,13 +77,19 @@ def vsctl(state: State, *args: str, run: Path | None = None) -> str:
                   f"ovs-vsctl {' '.join(args[:3])}", services.ovs_env(state))
 
 
+PMD_MAX_SLEEP_US = 10000  # OVS 3.1's most (pmd-maxsleep; pmd-sleep-max from 3.2)
+
+
 def ovs_dpdk(state: State) -> None:
-    """DPDK settings of the main switch (before ovs-vswitchd starts)."""
+    """DPDK settings of the main switch (before ovs-vswitchd starts). Its PMD thread polls every port of the
+    netdev datapath (the simulated hosts' taps) at 100 % of a core while one exists: measured, 689 s of CPU in a
+    45-min integration run on 2 cores. Load-based sleeping lets it sleep up to PMD_MAX_SLEEP_US when idle."""
     from nfvcat_testbeds.devcloud import host
 
     vsctl(state, "--no-wait", "set", "Open_vSwitch", ".", "other_config:dpdk-init=true",
           f'other_config:dpdk-extra="--no-pci --huge-dir {host.hugepage_dir(state)}"',
-          "other_config:dpdk-socket-mem=256")
+          "other_config:dpdk-socket-mem=256", f"other_config:pmd-maxsleep={PMD_MAX_SLEEP_US}",
+          f"other_config:pmd-sleep-max={PMD_MAX_SLEEP_US}")
 
 
 def bridges(state: State, computes: list[Compute]) -> None:
