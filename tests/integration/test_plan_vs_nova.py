@@ -10,7 +10,10 @@ Where the plan names a choice undecided (``undecided`` in its JSON: hosts of equ
 orders its own way, or hosts the num_io_ops race may put first: Nova counts the builds since each compute's
 periodic resource update, which no API shows) and Nova takes another host, it must be one the plan named, and the
 test names the request; the rest of that sequence is then planned again from the cloud's state (the servers so far
-as requested hosts), so every later request is compared too."""
+as requested hosts), so every later request is compared too. Where a PCI device in Placement decides the cells
+(QAT) and Nova took cells the plan named as the other candidates' (``other_numa_cells``: Placement's candidate
+order when Nova asks, after the servers before it), the request is named, and the later servers on that host are
+compared by host only: their cells follow from that one's, which no request can fix."""
 
 from __future__ import annotations
 
@@ -138,13 +141,21 @@ def compare(label: str, tmp: Path, vnfs: list[dict[str, Any]], booter: Booter,
     rows: list[dict[str, Any]] = []
     booted: list[dict[str, Any]] = []  # one VNF each, on Nova's host
     replanned, full = "", set()
+    ordered: dict[str, str] = {}  # host -> the server whose cells Placement's order gave otherwise than planned
     for k, (inst, v) in enumerate(seq):
         if v["name"] in full:
             continue
         want = next((p for p in planned["placements"] if p["instance"] == inst), None)
         got = booter.boot(inst, v["flavor"], v["ports"][0], v.get("server_group"))
         rows.append({"case": label, "instance": inst, "plan_fits": want is not None, "nova_fits": got["fits"],
-                     "plan": want, "nova": got, "replanned": replanned})
+                     "plan": want, "nova": got, "replanned": replanned,
+                     "after_order": ordered.get(got.get("host", ""), "")})
+        if (want is not None and got["fits"] and want["host"] == got["host"] and want["numa_cells"] != got["cells"]
+                and got["cells"] in want.get("other_numa_cells", [])):
+            # the plan named these cells as Placement's candidate order's to decide: the later servers on this
+            # host follow from the cells Nova took, which the plan cannot request
+            rows[-1]["placement_order"] = True
+            ordered.setdefault(got["host"], inst)
         single = {key: val for key, val in v.items() if key != "count"} | {"name": inst}
         if got["fits"]:
             booted.append({**single, "host": got["host"]})
@@ -187,7 +198,10 @@ def test_plan_agrees_with_novas_scheduler(conn: Any, booter: Booter, tmp_path: P
     decided = [r for r in both if r not in other]
     host_agree = sum(r["plan"]["host"] == r["nova"]["host"] for r in decided)
     blind = [r for r in both if r["nova"]["host"] in CELLLESS]  # cells from libvirt: the plan cannot see them
-    seen = [r for r in decided if r not in blind and r["plan"]["host"] == r["nova"]["host"]]
+    by_order = [r for r in decided if r.get("placement_order")]  # Nova's cells among those the plan named
+    after_order = [r for r in decided if r["after_order"] and not r.get("placement_order")]
+    seen = [r for r in decided if r not in blind and r["plan"]["host"] == r["nova"]["host"] and r not in by_order
+            and r not in after_order]
     cell_agree = sum(r["plan"]["numa_cells"] == r["nova"]["cells"] for r in seen)
     pin_agree = sum(r["plan"]["host"] == r["nova"]["host"] and sorted(r["plan"]["pinned_cpus"]) == r["nova"]["pins"]
                     for r in both)
@@ -196,7 +210,8 @@ def test_plan_agrees_with_novas_scheduler(conn: Any, booter: Booter, tmp_path: P
           f"both: same host {host_agree} of {len(decided)}; {named} named undecided by the plan, of which Nova took "
           f"another named host {len(other)} (the rest planned again from the cloud's state); same host and NUMA "
           f"cells {cell_agree} (of {len(seen)}; {len(blind)} on a host without inventory cells: needs host access), "
-          f"same host and pins {pin_agree}")
+          f"same host and pins {pin_agree}; cells by Placement's candidate order, as the plan named them: "
+          f"{len(by_order)}, later on their hosts (host compared, cells not): {len(after_order)}")
     for r in rows:
         p, n = r["plan"], r["nova"]
         planned_s = f"{p['host']} cells {p['numa_cells']} pins {p['pinned_cpus']}" if p else "does not fit"
@@ -209,6 +224,10 @@ def test_plan_agrees_with_novas_scheduler(conn: Any, booter: Booter, tmp_path: P
             mark += f"  (undecided: {', '.join(p['undecided'])}: {p['undecided_reason']})"
         if r["replanned"]:
             mark += f"  (planned again after {r['replanned']})"
+        if r.get("placement_order"):
+            mark += f"  (cells: Placement's order, the plan named {p['other_numa_cells']})"
+        elif r["after_order"]:
+            mark += f"  (after {r['after_order']}'s cells on this host)"
         print(f"  {r['case']:40} {r['instance']:18} plan: {planned_s:52} nova: {nova_s}{mark}")
     ha = [r["nova"]["host"] for r in rows if r["instance"].startswith("ha-") and r["nova"]["fits"]]
     assert len(ha) == 2 and len(set(ha)) == 2, ha
