@@ -81,9 +81,9 @@ PMD_MAX_SLEEP_US = 10000  # OVS 3.1's most (pmd-maxsleep; pmd-sleep-max from 3.2
 
 
 def ovs_dpdk(state: State) -> None:
-    """DPDK settings of the main switch (before ovs-vswitchd starts). Its PMD thread polls every port of the
-    netdev datapath (the simulated hosts' taps) at 100 % of a core while one exists: measured, 689 s of CPU in a
-    45-min integration run on 2 cores. Load-based sleeping lets it sleep up to PMD_MAX_SLEEP_US when idle."""
+    """DPDK settings of the main switch. Its PMD thread polls the vhost-user ports (ports bound vhostuser on
+    the OVS-DPDK host) at 100 % of a core while one exists: measured, 689 s of CPU in a 45-min integration run
+    on 2 cores. Load-based sleeping lets it sleep up to PMD_MAX_SLEEP_US when idle (a tap port starts no PMD)."""
     from nfvcat_testbeds.devcloud import host
 
     vsctl(state, "--no-wait", "set", "Open_vSwitch", ".", "other_config:dpdk-init=true",
