@@ -130,6 +130,11 @@ def booter(conn: Any) -> Iterator[Booter]:
         b.cleanup()
 
 
+def one(vnf: dict[str, Any], instance: str) -> dict[str, Any]:
+    """The request's VNF as one server named ``instance`` (a copy of a counted VNF, for a plan made again)."""
+    return {key: val for key, val in vnf.items() if key != "count"} | {"name": instance}
+
+
 def compare(label: str, tmp: Path, vnfs: list[dict[str, Any]], booter: Booter,
             groups: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """Plan the sequence, then boot it server by server. Where Nova takes another of the hosts the plan named
@@ -156,11 +161,10 @@ def compare(label: str, tmp: Path, vnfs: list[dict[str, Any]], booter: Booter,
             # host follow from the cells Nova took, which the plan cannot request
             rows[-1]["placement_order"] = True
             ordered.setdefault(got["host"], inst)
-        single = {key: val for key, val in v.items() if key != "count"} | {"name": inst}
         if got["fits"]:
-            booted.append({**single, "host": got["host"]})
+            booted.append({**one(v, inst), "host": got["host"]})
         if want is not None and got["fits"] and want["host"] != got["host"] and got["host"] in want["undecided"]:
-            rest = [{key: val for key, val in v2.items() if key != "count"} | {"name": i2} for i2, v2 in seq[k + 1:]]
+            rest = [one(v2, i2) for i2, v2 in seq[k + 1:]]
             planned = plan(tmp, booted + rest, groups)
             again = {p["instance"]: p["host"] for p in planned["placements"]}
             assert all(again.get(b["name"]) == b["host"] for b in booted), (inst, planned["failures"])

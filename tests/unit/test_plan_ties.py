@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import random
 from pathlib import Path
 from typing import Any
 
@@ -258,8 +259,6 @@ def test_a_requested_host_is_the_only_one_filtered(tmp_path: Path) -> None:
 @pytest.mark.parametrize("seed", range(5))
 def test_first_of_is_the_head_of_the_merge(seed: int) -> None:
     """The undecided hosts listed: the first n of the lists' merge in host order, however many lists."""
-    import random
-
     rng = random.Random(seed)
     hosts = rng.sample(range(5000), 3000)
     cuts = sorted(rng.sample(range(1, len(hosts)), rng.choice([1, 3, 60, 400])))
