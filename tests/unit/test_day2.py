@@ -236,6 +236,26 @@ def test_upgrade_dry_run_prints_heats_preview_the_servers_that_go_down_and_the_c
     assert stack.updates() == []  # a dry run changes nothing
 
 
+def test_upgrade_puts_the_targets_images_on_the_cloud_before_heats_preview(
+        heat: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """main's image step kept inside ``upgrade.prepare`` (h41): the target's entry.yaml, --image-dir and --image
+    handed to ``release_images.ensure`` before the preview request, on a dry run too."""
+    DemoStack(heat, "1.0.0", ["CREATE_COMPLETE"])
+    image = tmp_path / "vrouter.qcow2"
+    image.write_bytes(b"qcow")
+    calls: list[tuple[str, Any, Any, int]] = []
+
+    def ensure(conn: Any, root: Path, meta: Any, image_dir: Any, overrides: Any, say: Any) -> list[Any]:
+        calls.append((meta["version"], image_dir, overrides, len(sent(heat, "PATCH", r"/preview"))))
+        return []
+
+    monkeypatch.setattr("nfvcat.cloud.release_images.ensure", ensure)
+    assert cli.main(["upgrade", "demo", "--to", "1.1.0", "--dry-run", "--os-cloud", "x", "--image-dir",
+                     str(tmp_path), "--image", f"vrouter={image}"]) == 0
+    assert calls == [("1.1.0", tmp_path, {"vrouter": image}, 0)]
+    assert len(sent(heat, "PATCH", r"/preview")) == 1
+
+
 def test_a_major_upgrade_is_refused_until_each_removed_parameter_is_mapped(heat: Any, capsys: Any,
                                                                           no_sleep: None) -> None:
     stack = DemoStack(heat, "1.1.0", ["UPDATE_COMPLETE"])

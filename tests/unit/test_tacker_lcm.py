@@ -247,8 +247,10 @@ def test_cli_rejects_a_parameter_the_basehot_does_not_take_before_any_cloud_call
     assert proc.returncode == 1, proc.stderr
     assert proc.stderr.startswith("nfvcat: error: not parameters of the VNF's BaseHOT: data_plane")
     assert "Traceback" not in proc.stderr
-    heal = nfvcat("heal", "vr1", "--via", "heat")
-    assert heal.returncode == 1 and "invalid choice: 'heat'" in heal.stderr
+    heal = nfvcat("heal", "vr1", "--via", "heat")  # Heat heals a VNF by its server, Tacker a VNFC
+    assert heal.returncode == 1 and "heal --via heat: --server VNF is required" in heal.stderr
+    heal = nfvcat("heal", "vr1", "--via", "tacker", "--os-cloud", "no-such-cloud")
+    assert heal.returncode == 1 and "heal --via tacker: --vnfc ID is required" in heal.stderr
 
 
 def test_an_operation_that_does_not_end_in_time_says_so_and_names_it(fake: Any) -> None:

@@ -32,7 +32,8 @@ def xtesting_record(camp: CampaignRecord, t: TestRecord) -> dict[str, Any]:
             "details": {"target": camp.target, "dataplane": t.dataplane, "status": t.status,
                         "steps": [s.as_dict() for s in t.steps],
                         "placement": t.placement, "throughput": t.searches, "latency": t.latency,
-                        "expectations": t.expectations, "figures": t.details.get("figures", {})}}
+                        "expectations": t.expectations, "figures": t.details.get("figures", {}),
+                        "day2": t.details.get("day2", {})}}
 
 
 def as_json(camp: CampaignRecord) -> dict[str, Any]:

@@ -116,7 +116,20 @@ def _control_plane(tdf: Tdf, test: TestSpec, record: TestRecord, cloud: cp.Cloud
         plans += [Plan("onboard", f"onboard images, flavors and networks on {g.cloud}", cloud.onboard),
                   Plan("instantiate", f"instantiate {test.chain} on {g.cloud}", cloud.instantiate),
                   Plan("check", f"check placement and binding on {g.cloud}", check)]
+        for spec in test.day2:
+            plans.append(Plan(f"day2-{spec.name}", f"{spec.op} {test.chain} under traffic ({spec.name}), then check",
+                              _day2_step(cloud, spec, record, check)))
     return plans
+
+
+def _day2_step(cloud: cp.CloudRun, spec: Any, record: TestRecord, check: Any) -> Any:
+    """The day-2 operation under traffic (nfvcat.campaign.day2), then check on the new placement."""
+    def step() -> str:
+        from nfvcat.campaign import day2
+
+        measured = day2.run(cloud, spec, record, evaluate)
+        return f"{measured}; {check()}"
+    return step
 
 
 def _target(tdf: Tdf, ctx: targets.Context) -> targets.Steps | None:

@@ -87,6 +87,24 @@ class Dataplane:
 
 
 @dataclass
+class Day2Spec:
+    """A lifecycle operation run under traffic on the test's stack (nfvcat.campaign.day2)."""
+
+    name: str
+    op: str  # upgrade | heal
+    to: str | None = None
+    environment: list[str] | None = None  # None: the test's
+    parameters: dict[str, str] = field(default_factory=dict)
+    server: str | None = None
+    traffic: str | None = None
+    traffic_command: str | None = None
+    rate_pps: float = 200
+    recover_timeout: float = 600
+    timeout: float = 900
+    expect: list[Expectation] = field(default_factory=list)
+
+
+@dataclass
 class LabSpec:
     topology: str
     length: int = 1
@@ -113,6 +131,7 @@ class TestSpec:
     lab: LabSpec | None
     dataplane: Dataplane | None
     plan: bool = True  # plan the chain on the inventory first
+    day2: list[Day2Spec] = field(default_factory=list)
 
 
 @dataclass
@@ -170,6 +189,10 @@ def _semantic_errors(data: dict[str, Any]) -> list[tuple[tuple[Any, ...], str]]:
             if probe in (dp or {}) and not (in_cloud and "lab" not in test):
                 out.append((("tests", i, "dataplane", probe), f"{probe} probes run through the cloud only "
                             "(general.dataplane: cloud, a chain and no lab topology)"))
+        if "day2" in test and not ((data.get("general") or {}).get("target") or {}).get("cloud"):
+            out.append((("tests", i, "day2"), "day2 operations run on a cloud target's stack (general.target.cloud)"))
+        if "day2" in test and "chain" not in test:
+            out.append((("tests", i, "day2"), "day2 operations need the test's chain"))
         if "lab" not in test and "chain" not in test:
             out.append((("tests", i), "a test needs a chain, a lab topology, or both"))
         lab = test.get("lab") or {}
@@ -259,9 +282,18 @@ def from_data(data: dict[str, Any], path: Path) -> Tdf:
             dp = Dataplane([str(f) for f in d.get("frames", [64])], settings, latency, expect, acl, qos)
         env = [str(_rel(base, e)) if (base / e).is_file() else e for e in t.get("environment") or []]
         params = {str(k): str(v) for k, v in (t.get("parameters") or {}).items()}
+        day2 = [Day2Spec(d["name"], d["op"], d.get("to"),
+                         [str(_rel(base, e)) if (base / e).is_file() else e for e in d["environment"]]
+                         if "environment" in d else None,
+                         {str(k): str(v) for k, v in (d.get("parameters") or {}).items()}, d.get("server"),
+                         d.get("traffic"), d.get("traffic_command"), float(d.get("rate_pps", 200)),
+                         float(d.get("recover_timeout", 600)), float(d.get("timeout", 900)),
+                         [Expectation(e["name"], e["metric"], None, e.get("min"), e.get("max"), None, None)
+                          for e in d.get("expect") or []])
+                for d in t.get("day2") or []]
         tests.append(TestSpec(name=t["name"], description=t.get("description", ""), chain=t.get("chain"),
                               environment=env, parameters=params,
                               flavors=list(t.get("flavors") or []), networks=list(t.get("networks") or []),
                               placement=t.get("placement"), lab=lab, dataplane=dp,
-                              plan=bool(t.get("plan", True))))
+                              plan=bool(t.get("plan", True)), day2=day2))
     return Tdf(path, str(data.get("description", "")), general, tests)

@@ -14,6 +14,7 @@ updated again, one at the target and complete is left alone.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,17 +42,20 @@ class Plan:
     bump: str  # major | minor | patch | same | downgrade
     changes: dict[str, list[dict[str, str]]] = field(default_factory=dict)  # kind -> resources (preview)
     downtime: list[str] = field(default_factory=list)  # servers the update deletes or replaces
+    servers_down: list[str] = field(default_factory=list)  # their server ids (the outage's prediction)
     state: list[str] = field(default_factory=list)  # what those servers hold, and the entry's way to carry it
     interface: dict[str, list[str]] = field(default_factory=dict)  # added / removed / changed
     breaking: list[str] = field(default_factory=list)
     unmapped: list[str] = field(default_factory=list)  # what a major bump needs mapped and is not
     notes: list[tuple[str, str]] = field(default_factory=list)  # CHANGELOG sections (version, text)
     status: str = ""
+    losses: list[str] = field(default_factory=list)  # reasons to stop: group memberships, MACs/IPs, volumes lost
 
     def as_dict(self) -> dict[str, Any]:
         return {"stack": self.stack, "entry": self.entry, "from": self.current, "to": self.target,
                 "bump": self.bump, "status": self.status, "preview": self.changes, "downtime": self.downtime,
-                "state": self.state, "interface": self.interface, "breaking": self.breaking, "unmapped": self.unmapped,
+                "state": self.state, "losses": self.losses,
+                "interface": self.interface, "breaking": self.breaking, "unmapped": self.unmapped,
                 "changelog": [{"version": v, "text": t} for v, t in self.notes]}
 
 
@@ -149,6 +153,8 @@ def plan(stacks: Stacks, root: Path, name: str, target_entry: entries.Entry, b: 
         where = f"{r['parent']}/" if r["parent"] else ""
         server = r["id"] or ids.get((r["name"], r["parent"])) or "no server"
         p.downtime.append(f"{where}{r['name']} (server {server}): {how}")
+        if server != "no server":
+            p.servers_down.append(server)
         p.state += [f"{where}{r['name']} holds {s.get('holds')}; to carry it: {s.get('carry')}"
                     for s in target_entry.state(r["name"], r["parent"])]
     try:
@@ -166,7 +172,63 @@ def plan(stacks: Stacks, root: Path, name: str, target_entry: entries.Entry, b: 
         elif ("has no default" in item or "retyped" in item) and pname not in params:
             p.unmapped.append(f"{item}: -P {pname}=VALUE")
     p.notes = history.changelog(target_entry.dir, current, target_entry.version)
+    p.losses = losses(p.changes)
+    try:
+        from nfvcat.cloud.stacks import bundle
+
+        old = history.resolve(root, f"{entry}@{current}", "heat")
+        p.losses += [f"{where}{res}: its scheduler hint group (server group membership: anti-affinity) is gone in "
+                     f"{target_entry.version}" for where, res in sorted(grouped(bundle(old.template, []))
+                                                                       - grouped(b))]
+    except UserError:
+        p.losses.append(f"scheduler hints: unknown ({entry}@{current} is not a release of this catalog)")
     return p
+
+
+LOSS_TYPES = {"OS::Neutron::Port": "port {name}: {how}: its MAC address and IP address change",
+              "OS::Cinder::Volume": "volume {name}: {how}: its data is deleted",
+              "OS::Nova::ServerGroup": "server group {name}: {how}: its members lose their group (anti-affinity)"}
+
+
+def losses(changes: dict[str, list[dict[str, str]]]) -> list[str]:
+    """What Heat's preview replaces or deletes that a chain cannot get back: ports (MAC and IP), volumes (data),
+    server groups (membership)."""
+    out = []
+    for how in ("replaced", "deleted"):
+        for r in changes.get(how) or []:
+            text = LOSS_TYPES.get(r["type"])
+            if text:
+                where = f"{r['parent']}/" if r["parent"] else ""
+                out.append(text.format(name=f"{where}{r['name']}", how=how))
+    return out
+
+
+def grouped(b: Bundle) -> set[tuple[str, str]]:
+    """(template file, resource) of every server of the bundle's templates with a scheduler hint ``group``."""
+    import yaml
+
+    out = set()
+    for name, text in [("", b.template), *b.files.items()]:
+        try:
+            tpl = yaml.safe_load(text) if isinstance(text, str) else text
+        except yaml.YAMLError:
+            continue
+        resources = tpl.get("resources") if isinstance(tpl, dict) else None
+        for rname, r in (resources or {}).items():
+            props = r.get("properties") if isinstance(r, dict) else None
+            hints = props.get("scheduler_hints") if isinstance(props, dict) else None
+            if isinstance(r, dict) and r.get("type") == SERVER and _names_group(hints):
+                out.add((f"{Path(str(name)).name}/" if name else "", str(rname)))
+    return out
+
+
+def _names_group(hints: Any) -> bool:
+    """A ``group`` key anywhere in the hints (conditional ones too: ``{if: [cond, {group: ...}]}``)."""
+    if isinstance(hints, dict):
+        return "group" in hints or any(_names_group(v) for v in hints.values())
+    if isinstance(hints, list):
+        return any(_names_group(v) for v in hints)
+    return False
 
 
 def update_body(b: Bundle, params: dict[str, Any], clear: list[str], tags: Any, entry: str, version: str,
@@ -178,13 +240,16 @@ def update_body(b: Bundle, params: dict[str, Any], clear: list[str], tags: Any, 
             "timeout_mins": timeout_min, "disable_rollback": False}
 
 
-def refusal(p: Plan) -> str | None:
-    """Why the version rules refuse this upgrade, or None."""
+def refusal(p: Plan, accept_loss: bool = False) -> str | None:
+    """Why the version rules refuse this upgrade (or what it loses, unless ``accept_loss``), or None."""
     if p.bump == "downgrade":
         return f"{p.entry} {p.current} -> {p.target} is a downgrade; deploy the old version with instantiate"
     if p.bump in ("major", "unknown") and p.unmapped:
         return (f"{p.entry} {p.current} -> {p.target} is a major upgrade and breaks the stack's interface; map "
                 "every removed or renamed parameter: " + "; ".join(p.unmapped))
+    if p.losses and not accept_loss:
+        return (f"{p.entry} {p.current} -> {p.target} loses what a chain cannot get back: " + "; ".join(p.losses)
+                + " (--accept-loss goes ahead)")
     return None
 
 
@@ -268,3 +333,24 @@ def apply(stacks: Stacks, p: Plan, b: Bundle, params: dict[str, Any], clear: lis
     cause = failed_resource(stacks, name, sid, baseline) or str(stack.get("stack_status_reason") or status)
     after = "rolled back to the version before" if status == "ROLLBACK_COMPLETE" else status
     raise UserError(f"{name}: update to {p.entry}@{p.target} failed at {cause}; {after}", EXIT_FINDINGS)
+
+
+def prepare(stacks: Stacks, root: Path, name: str, to: str | None, environments: list[str],
+            given: dict[str, Any], maps: dict[str, str], *, images: Callable[[dict[str, Any]], Any]
+            ) -> tuple[Plan, Bundle, dict[str, Any], list[str]]:
+    """The upgrade of stack ``name`` to ``to`` (``upgrade --to``: a VERSION or the entry as every command names
+    one, ``history.target_version``; None: the newest the catalog offers), with ``environments`` (files or the
+    target entry's example names), ``-P`` values and ``--map``s: the plan, the bundle, and the parameters the update
+    sends and clears. ``images`` is given the target's entry.yaml before Heat's preview, which validates the images
+    the templates name: it puts them on the cloud (``nfvcat.cloud.release_images.ensure``)."""
+    from nfvcat.cloud.stacks import bundle
+
+    full, entry_name, _ = deployed_stack(stacks, name)
+    version = history.target_version(root, entry_name, "heat", to)
+    if version is None:
+        raise UserError(f"{entry_name}: the catalog offers no version of it")
+    target = history.resolve(root, f"{entry_name}@{version}", "heat")
+    images(target.meta)
+    b = bundle(target.template, target.environments(environments))
+    params, clear = mapped_parameters(full, maps, given, b.template.get("parameters") or {})
+    return plan(stacks, root, name, target, b, params, clear, maps), b, params, clear

@@ -11,7 +11,8 @@ GROUPS: dict[str, tuple[str, ...]] = {
                             "fetch-schema"),
     "plan": ("plan", "preflight", "inventory", "flavor"),
     "package and release": ("package", "image", "release", "site"),
-    "deploy and operate": ("onboard", "instantiate", "check", "list", "upgrade", "scale", "heal", "terminate"),
+    "deploy and operate": ("onboard", "instantiate", "check", "list", "upgrade", "scale", "heal", "watch",
+                            "terminate"),
     "test campaigns": ("test",),
 }
 PLUGINS = "plugins"
@@ -74,13 +75,20 @@ GUIDE: dict[str, tuple[tuple[str, ...], str]] = {
               f"0 every check passed; 1 usage error; {CHECKED}; {CLOUD}"),
     "list": (("nfvcat list --os-cloud mycloud", "nfvcat list -c name -c version"), f"0 ok; 1 usage error; {CLOUD}"),
     "upgrade": (("nfvcat upgrade chain-vrouter --to 1.2.0 --dry-run",
-                 "nfvcat upgrade chain-vrouter --to chain-vrouter@1.2.0 --yes"),
+                 "nfvcat upgrade chain-vrouter --to chain-vrouter@1.2.0 --yes",
+                 "nfvcat upgrade chain-vrouter --to 1.2.0 --yes --traffic devcloud   # and what the traffic lost"),
                 f"0 upgraded (or previewed) and every check passed; 1 usage error or a refused upgrade; {CHECKED}; "
                 f"{CLOUD}"),
     "scale": (("nfvcat scale --via tacker vnf-vrouter --aspect vdu_aspect --steps 1",),
               f"0 scaled and checked; 1 usage error; {CHECKED}; {CLOUD}"),
-    "heal": (("nfvcat heal --via tacker vnf-vrouter --vnfc VNFC_ID",),
+    "heal": (("nfvcat heal --via tacker vnf-vrouter --vnfc VNFC_ID",
+              "nfvcat heal --via heat chain-vrouter --server vrouter --traffic-command ./my-flow"),
              f"0 healed and checked; 1 usage error; {CHECKED}; {CLOUD}"),
+    "watch": (("nfvcat watch chain-vrouter --traffic devcloud --host-access devcloud",
+               "nfvcat watch chain-vrouter --export prometheus",
+               "nfvcat watch --via tacker vr1 --export tacker"),
+              f"0 every round ended with every probe passing; 1 usage error; 2 a probe still failed or a check "
+              f"after a heal failed; {CLOUD}"),
     "terminate": (("nfvcat terminate chain-vrouter --os-cloud mycloud",), f"0 deleted; 1 usage error; {CLOUD}"),
     "test": (("nfvcat test tests/tdf/lab.yaml -o reports/",),
              "0 every test passed; 1 usage error or a bad TDF; 2 a test failed; 3 a step could not run"),

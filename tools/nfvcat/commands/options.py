@@ -238,6 +238,63 @@ def add_host_access(p: argparse.ArgumentParser) -> None:
                         "'needs host access'")
 
 
+def add_traffic(p: argparse.ArgumentParser) -> None:
+    """A constant-rate flow through the chain while the operation runs, and what it lost (nfvcat.cloud.outage)."""
+    g = p.add_argument_group("traffic", "measure what the operation costs the traffic (nfvcat.cloud.flows)")
+    g.add_argument("--traffic", metavar="NAME", help="a flow of the nfvcat.traffic_flows entry points (the test "
+                   "beds: devcloud, endpoints on the dev cloud's real host)")
+    g.add_argument("--traffic-command", metavar="CMD", help="a command that runs the flow and prints its records "
+                   "(JSON lines: see nfvcat.cloud.flows)")
+    g.add_argument("--traffic-rate", type=float, default=200, metavar="PPS", help="packets a second (default 200)")
+    g.add_argument("--recover-timeout", type=float, default=600, metavar="SECONDS",
+                   help="how long the flow may take to be at full rate again after the operation (default 600)")
+
+
+def measured(args: argparse.Namespace, conn: Any, stack: str, label: str, operation: Callable[[], Any],
+             predicted: set[str] | None, need_baseline: bool = True) -> tuple[Any, Any]:
+    """``operation()`` under the flow ``add_traffic``'s options name (none: just run): (its result, the
+    ``Outage`` or None)."""
+    from nfvcat.cloud import flows, outage
+
+    rate = outage.check_rate(args.traffic_rate)
+    say = progress(args)
+    from nfvcat.core.errors import EXIT_ENGINE, UserError
+
+    try:
+        flow = flows.open_flow(args.traffic, args.traffic_command, conn, stack, rate, say)
+        if flow is None:
+            return operation(), None
+        found = outage.measure(flow, label, operation, lambda: outage.stack_servers(conn, stack), predicted, say,
+                               recover_s=args.recover_timeout, need_baseline=need_baseline)
+    except (RuntimeError, OSError) as exc:  # the flow's endpoints or processes (a plugin's)
+        raise UserError(f"traffic flow through {stack}: {exc}", EXIT_ENGINE) from None
+    return found.result, found
+
+
+def report_checked(args: argparse.Namespace, conn: Any, vnf: dict[str, Any], outage: Any,
+                   extra: list[Any] | None = None, checked: tuple[Any, Any] | None = None) -> int:
+    """A Tacker operation's end: ``check`` on the VNF's stack, the report, and the outage (``--traffic``).
+    ``checked``: ``open_checked``'s (inventory, host access), opened before the operation (None: opened now)."""
+    import json
+
+    from nfvcat.cloud import tacker_lcm
+    from nfvcat.core.errors import EXIT_FINDINGS, EXIT_OK
+
+    inv, access = checked or open_checked(args)
+    text, ok = tacker_lcm.check_and_report(conn, vnf, inv, access, args.format, check=not args.no_check,
+                                           extra=extra)
+    if outage is not None:
+        if args.format == "json":
+            doc = json.loads(text)
+            doc["outage"] = outage.as_dict()
+            text = json.dumps(doc, indent=2)
+        else:
+            text = f"{outage.text()}\n{text}"
+        ok = ok and outage.ok
+    print(text)
+    return EXIT_OK if ok else EXIT_FINDINGS
+
+
 def add_images(p: argparse.ArgumentParser) -> None:
     """Where the image files are (onboard; instantiate NAME@VERSION and upgrade --to, for the release's images)."""
     p.add_argument("--image-dir", default=os.environ.get("NFVCAT_IMAGE_DIR"),

@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 
 from nfvcat.commands import options
-from nfvcat.core.errors import EXIT_FINDINGS, EXIT_OK
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -29,6 +28,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--in", dest="scale_in", action="store_true", help="scale in (default: out)")
     p.add_argument("--steps", type=int, default=1, metavar="N", help="number of steps (default 1)")
     options.add_timeout(p, 900, "the LCM operation")
+    options.add_traffic(p)
     options.add_checked(p)
     p.set_defaults(func=run)
 
@@ -38,13 +38,15 @@ def run(args: argparse.Namespace) -> int:
     from nfvcat.cloud import tacker_lcm, tacker_scale
 
     root = catalog.require_root()
-    inv, access = options.open_checked(args)
+    checked = options.open_checked(args)
     conn = options.cloud_connection(args)
     tk = tacker_lcm.Tacker(conn, options.progress(args))
-    vnf = tacker_scale.scale(tk, args.vnf, args.aspect, args.steps, args.scale_in, args.timeout)
+    # scale out takes no server down; scale in removes VNFCs Tacker chooses: no prediction
+    stack = tacker_lcm.summary(tacker_lcm.instantiated(tk, args.vnf))["stack"]
+    vnf, outage = options.measured(
+        args, conn, stack, f"scale {'in' if args.scale_in else 'out'} {args.vnf} {args.aspect} by {args.steps}",
+        lambda: tacker_scale.scale(tk, args.vnf, args.aspect, args.steps, args.scale_in, args.timeout),
+        None if args.scale_in else set())
     inst = tk.show(vnf["vnf_instance"])
     levels = tacker_scale.level_verdicts(conn, inst, tacker_scale.model(root, inst))
-    text, ok = tacker_lcm.check_and_report(conn, vnf, inv, access, args.format, check=not args.no_check,
-                                           extra=levels)
-    print(text)
-    return EXIT_OK if ok else EXIT_FINDINGS
+    return options.report_checked(args, conn, vnf, outage, extra=levels, checked=checked)

@@ -47,6 +47,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--dry-run", action="store_true", help="print the preview and stop (the target version's images "
                    "are put on the cloud first, as for the update: Heat's preview validates them)")
     p.add_argument("--yes", action="store_true", help="do not ask before updating")
+    p.add_argument("--accept-loss", action="store_true", help="go ahead although the preview names a port "
+                   "replaced (MAC and IP change), a volume deleted or a server group membership lost")
     p.add_argument("--map", action="append", default=[], type=options.parameter, metavar="OLD=NEW",
                    help="carry removed/renamed parameter OLD's value to NEW (OLD= drops it); repeatable")
     options.add_stack_change(
@@ -54,6 +56,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         waited="the stack update",
         wait=("--stall", 600, "an update in progress with no new event for this long is taken as lost "
               "(heat-engine restarted) and sent again (default 600)"))
+    options.add_traffic(p)
     p.set_defaults(func=run)
 
 
@@ -61,11 +64,10 @@ def run(args: argparse.Namespace) -> int:
     if args.via == "tacker":
         return _via_tacker(args)
     from nfvcat import catalog
-    from nfvcat.catalog import history
     from nfvcat.cloud import release_images, upgrade
     from nfvcat.cloud.check import check_stack
     from nfvcat.cloud.connect import cloud_errors
-    from nfvcat.cloud.stacks import Stacks, bundle
+    from nfvcat.cloud.stacks import Stacks
     from nfvcat.cloud.verdicts import passed, report
 
     root = catalog.require_root()
@@ -75,18 +77,11 @@ def run(args: argparse.Namespace) -> int:
     maps = dict(args.map)
     with cloud_errors(f"upgrade {args.stack}"):
         lost = upgrade.resume(stacks, args.stack, args.timeout, args.stall)
-        full, entry_name, _ = upgrade.deployed_stack(stacks, args.stack)
-        to = history.target_version(root, entry_name, "heat", args.to)
-        if to is None:
-            raise UserError(f"{entry_name}: the catalog offers no version of it")
-        target = history.resolve(root, f"{entry_name}@{to}", "heat")
-        image_dir, overrides = options.image_overrides(args)  # the target's images, on the cloud before Heat's
-        release_images.ensure(conn, root, target.meta, image_dir, overrides, say)  # preview (a dry run too)
-        b = bundle(target.template, target.environments(args.environment))
-        params, clear = upgrade.mapped_parameters(full, maps, dict(args.parameter),
-                                                  b.template.get("parameters") or {})
-        plan = upgrade.plan(stacks, root, args.stack, target, b, params, clear, maps)
-        why = upgrade.refusal(plan)
+        image_dir, overrides = options.image_overrides(args)
+        plan, b, params, clear = upgrade.prepare(
+            stacks, root, args.stack, args.to, args.environment, dict(args.parameter), maps,
+            images=lambda meta: release_images.ensure(conn, root, meta, image_dir, overrides, say))
+        why = upgrade.refusal(plan, args.accept_loss)
         if args.format == "text":
             print(text(plan))
         if why or args.dry_run:
@@ -97,15 +92,23 @@ def run(args: argparse.Namespace) -> int:
             return EXIT_OK
         if not args.yes and not confirm(plan):
             raise UserError("not confirmed (--yes skips the question)", EXIT_USAGE)
-        status = upgrade.apply(stacks, plan, b, params, clear, args.timeout, args.stall, lost)
+        status, outage = options.measured(
+            args, conn, args.stack, f"upgrade {args.stack} {plan.entry} {plan.current} -> {plan.target}",
+            lambda: upgrade.apply(stacks, plan, b, params, clear, args.timeout, args.stall, lost),
+            set(plan.servers_down))
         say(f"{args.stack}: {status}, {plan.entry}@{plan.target}")
         verdicts = [] if args.no_check else check_stack(conn, args.stack, *options.open_checked(args))
     if args.format == "json":
         print(json.dumps({"plan": plan.as_dict(), "refused": None, "upgraded": True, "status": status,
+                          "outage": outage.as_dict() if outage else None,
                           "check": json.loads(report(verdicts, args.stack, "json")) if verdicts else None}, indent=2))
-    elif verdicts:
-        print(report(verdicts, args.stack, "text"))
-    return EXIT_OK if not verdicts or passed(verdicts) else EXIT_FINDINGS
+    else:
+        if outage:
+            print(outage.text())
+        if verdicts:
+            print(report(verdicts, args.stack, "text"))
+    ok = (not verdicts or passed(verdicts)) and (outage is None or outage.ok)
+    return EXIT_OK if ok else EXIT_FINDINGS
 
 
 def _via_tacker(args: argparse.Namespace) -> int:
@@ -137,12 +140,13 @@ def _via_tacker(args: argparse.Namespace) -> int:
         with cloud_errors(f"upgrade {args.stack}"):
             release_images.ensure_vnf(conn, root, entry, vnfd_id, image_dir, overrides, say)
 
-    vnf = tacker_upgrade.upgrade(tk, root, args.stack, args.to, args.timeout, onboard)
+    inst = tacker_lcm.summary(tacker_lcm.instantiated(tk, args.stack))
+    vnf, outage = options.measured(  # a rolling update: every VNFC's server is replaced
+        args, conn, inst["stack"], f"change_vnfpkg {args.stack} {plan['from']} -> {plan['to']}",
+        lambda: tacker_upgrade.upgrade(tk, root, args.stack, args.to, args.timeout, onboard),
+        {v["server"] for v in inst["vnfcs"] if v["server"]})
     say(f"{args.stack}: {vnf['upgrade']['entry']}@{vnf['upgrade']['to']} (vnfdId {vnf['upgrade']['vnfdId']})")
-    inv, access = options.open_checked(args)
-    text, ok = tacker_lcm.check_and_report(conn, vnf, inv, access, args.format, check=not args.no_check)
-    print(text)
-    return EXIT_OK if ok else EXIT_FINDINGS
+    return options.report_checked(args, conn, vnf, outage)
 
 
 def confirm(plan: Any) -> bool:
@@ -167,6 +171,9 @@ def text(p: Any) -> str:
             out.append(f"  {kind:9}  {where}{r['name']} ({r['type']})")
     out.append("Servers that go down: " + ("none" if not p.downtime else ""))
     out += [f"  {d}" for d in p.downtime]
+    if p.losses:
+        out.append("Reasons to stop (lost for good):")
+        out += [f"  {x}" for x in p.losses]
     if p.state:
         out.append("State a replacement does not inherit:")
         out += [f"  {s}" for s in p.state]

@@ -7,6 +7,8 @@ and the labs, ``tools/testbeds``) is one.
   returns a ``nfvcat.cloud.hostaccess.HostAccess``).
 - ``nfvcat.campaign_targets``: ``NAME = module:steps``, where a test campaign's data plane runs
   (``nfvcat.campaign.targets``).
+- ``nfvcat.traffic_flows``: ``NAME = module:factory``, the constant-rate flow of an outage measurement
+  (``--traffic NAME``; ``factory(conn, stack, rate_pps, say)`` returns a ``nfvcat.cloud.outage.Flow``).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from nfvcat.core.errors import EXIT_ENGINE, UserError
 COMMANDS = "nfvcat.commands"
 HOST_ACCESS = "nfvcat.host_access"
 CAMPAIGN_TARGETS = "nfvcat.campaign_targets"
+TRAFFIC_FLOWS = "nfvcat.traffic_flows"
 
 
 def names(group: str) -> list[str]:
