@@ -186,6 +186,7 @@ class DemoStack:
         m.get(f"{HEAT}/stacks", json=lambda req, ctx: {"stacks": [self.body()]})  # with ?name=demo too
         m.get(f"{HEAT}/stacks/demo/s1", json=lambda req, ctx: {"stack": self.body(advance=True)})
         m.get(f"{HEAT}/stacks/demo/s1/events", json=lambda req, ctx: {"events": self.events})
+        m.get(f"{HEAT}/stacks/demo/s1/environment", json=lambda req, ctx: {"parameters": {"network": "net-a"}})
         m.patch(f"{HEAT}/stacks/demo/s1/preview?show_nested=true",
                 json=lambda req, ctx: {"resource_changes": self.preview})
         m.patch(f"{HEAT}/stacks/demo/s1", json=self._update, status_code=202)

@@ -50,11 +50,12 @@ class Plan:
     notes: list[tuple[str, str]] = field(default_factory=list)  # CHANGELOG sections (version, text)
     status: str = ""
     losses: list[str] = field(default_factory=list)  # reasons to stop: group memberships, MACs/IPs, volumes lost
+    corrected: list[str] = field(default_factory=list)  # servers the preview replaces that the update leaves alone
 
     def as_dict(self) -> dict[str, Any]:
         return {"stack": self.stack, "entry": self.entry, "from": self.current, "to": self.target,
                 "bump": self.bump, "status": self.status, "preview": self.changes, "downtime": self.downtime,
-                "state": self.state, "losses": self.losses,
+                "state": self.state, "losses": self.losses, "preview_corrected": self.corrected,
                 "interface": self.interface, "breaking": self.breaking, "unmapped": self.unmapped,
                 "changelog": [{"version": v, "text": t} for v, t in self.notes]}
 
@@ -145,18 +146,21 @@ def plan(stacks: Stacks, root: Path, name: str, target_entry: entries.Entry, b: 
                             "id": str(r.get("physical_resource_id") or "")} for r in changes.get(kind) or []]
     added = {(r["name"], r["parent"]) for r in p.changes["added"]}
     going = [r for r in p.changes["replaced"] + p.changes["deleted"] if r["type"] == SERVER]
+    stays, rebuilt = _server_verdicts(stacks, root, entry, current, b, params, clear, p)
+    down = [(r, "replaced" if r in p.changes["replaced"] or (r["name"], r["parent"]) in added else "deleted")
+            for r in going if (r["parent"], r["name"]) not in stays] + rebuilt
     # the preview shows a replaced resource as its replacement (no id yet): the server that goes is the stack's
     ids = {(str(r.get("resource_name")), str(r.get("parent_resource") or "")): str(r.get("physical_resource_id"))
-           for r in stacks.resources(name, sid)} if going else {}
-    for r in going:
-        how = "replaced" if r in p.changes["replaced"] or (r["name"], r["parent"]) in added else "deleted"
+           for r in stacks.resources(name, sid)} if down else {}
+    for r, how in down:
         where = f"{r['parent']}/" if r["parent"] else ""
         server = r["id"] or ids.get((r["name"], r["parent"])) or "no server"
         p.downtime.append(f"{where}{r['name']} (server {server}): {how}")
         if server != "no server":
             p.servers_down.append(server)
-        p.state += [f"{where}{r['name']} holds {s.get('holds')}; to carry it: {s.get('carry')}"
-                    for s in target_entry.state(r["name"], r["parent"])]
+        if not how.startswith("resized"):  # a resize keeps the disk
+            p.state += [f"{where}{r['name']} holds {s.get('holds')}; to carry it: {s.get('carry')}"
+                        for s in target_entry.state(r["name"], r["parent"])]
     try:
         old_if = history.interface(root, entry, "heat", current)
     except UserError:
@@ -183,6 +187,61 @@ def plan(stacks: Stacks, root: Path, name: str, target_entry: entries.Entry, b: 
     except UserError:
         p.losses.append(f"scheduler hints: unknown ({entry}@{current} is not a release of this catalog)")
     return p
+
+
+def _server_verdicts(stacks: Stacks, root: Path, entry: str, current: str, b: Bundle, params: dict[str, Any],
+                     clear: list[str], p: Plan) -> tuple[set[tuple[str, str]], list[tuple[dict[str, str], str]]]:
+    """Heat's preview checked against both versions' definitions (``nfvcat.cloud.server_changes``): (parent, name)
+    of the servers it replaces that the update leaves alone (each said in ``p.corrected``), and the servers it
+    calls "updated" that the update takes down, with how (rebuilt, resized; "unknown" when it cannot tell)."""
+    from nfvcat.cloud import server_changes as sc
+    from nfvcat.cloud.stacks import bundle
+
+    replaced = [r for r in p.changes["replaced"] if r["type"] == SERVER]
+    updated = [r for r in p.changes["updated"] if r["type"] == SERVER]
+    if not replaced and not updated:
+        return set(), []
+    try:
+        old = bundle(history.resolve(root, f"{entry}@{current}", "heat").template, [])
+    except UserError:  # not a release of this catalog: Heat's verdict stands, a server it updates may go down
+        return set(), [(r, "unknown (not a release of this catalog: nothing to compare with)") for r in updated]
+    env = call(stacks.api, "GET", f"/stacks/{p.stack}/{p.stack_id}/environment", f"stack environment {p.stack}")
+    given = dict((env or {}).get("parameters") or {})
+    before, after = sc.Scope(old.template, given, old.files), \
+        sc.Scope(b.template, {**{k: v for k, v in given.items() if k not in clear}, **params}, b.files)
+    changed = {(r["parent"], r["name"]): kind for kind in ("added", "replaced", "updated") for r in p.changes[kind]}
+    stays, down = set(), []
+    for r in replaced:
+        parents = _parents(stacks, p, r["parent"])
+        if parents is not None and sc.unchanged(before, after, parents, r["name"], changed):
+            stays.add((r["parent"], r["name"]))
+            where = f"{r['parent']}/" if r["parent"] else ""
+            p.corrected.append(f"{where}{r['name']}: Heat's preview replaces it, but both versions define it alike "
+                               "and nothing it references changes (the preview resolves no attribute of the new "
+                               "stack): it stays")
+    for r in updated:
+        parents = _parents(stacks, p, r["parent"])
+        how = sc.disruption(before, after, parents, r["name"]) if parents is not None else "unknown"
+        if how:
+            down.append((r, how))
+    return stays, down
+
+
+def _parents(stacks: Stacks, p: Plan, parent: str) -> list[str] | None:
+    """The template resources from the top down to ``parent`` (the preview names only the innermost)."""
+    if not parent:
+        return []
+    chain, seen = [parent], {parent}
+    by_name: dict[str, str] = {}
+    for res in stacks.resources(p.stack, p.stack_id):
+        by_name.setdefault(str(res.get("resource_name")), str(res.get("parent_resource") or ""))
+    while by_name.get(chain[0]):
+        up = by_name[chain[0]]
+        if up in seen:
+            return None
+        chain.insert(0, up)
+        seen.add(up)
+    return chain if chain[0] in by_name else None
 
 
 LOSS_TYPES = {"OS::Neutron::Port": "port {name}: {how}: its MAC address and IP address change",

@@ -171,6 +171,9 @@ def text(p: Any) -> str:
             out.append(f"  {kind:9}  {where}{r['name']} ({r['type']})")
     out.append("Servers that go down: " + ("none" if not p.downtime else ""))
     out += [f"  {d}" for d in p.downtime]
+    if p.corrected:
+        out.append("Not going down, though Heat's preview replaces them:")
+        out += [f"  {x}" for x in p.corrected]
     if p.losses:
         out.append("Reasons to stop (lost for good):")
         out += [f"  {x}" for x in p.losses]
