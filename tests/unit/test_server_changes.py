@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from nfvcat import cli
 from nfvcat.catalog import releases
@@ -116,21 +117,21 @@ SERVER_TEMPLATE = ("heat_template_version: 2021-04-16\ndescription: DESCRIPTION\
                    + PORT_AND_SERVER.replace("TEMPLATE", '"mac: __MAC__"'))
 
 
-def release(repo: Path, version: str, image: str, description: str) -> None:
-    d = repo / "templates" / "heat" / "demo"
+def release(root: Path, version: str, image: str, description: str) -> None:
+    d = root / "templates" / "heat" / "demo"
     (d / "demo.yaml").write_text(SERVER_TEMPLATE.replace("IMAGE", image).replace("DESCRIPTION", description))
     (d / "entry.yaml").write_text(f"name: demo\nversion: {version}\nkind: heat\ndescription: A demo.\n"
                                   "template: demo.yaml\n")
     log = d / "CHANGELOG.md"
     head, _, rest = log.read_text().partition("\n")
     log.write_text(f"{head}\n\n## {version}\n\n- {description}\n{rest}")
-    releases.write_record(repo, releases.snapshot(repo))
-    subprocess.run(["git", "-C", str(repo), "add", "-A"], check=True)
-    subprocess.run(["git", "-C", str(repo), "commit", "-qm", f"demo {version}"], check=True)
+    releases.write_record(root, releases.snapshot(root))
+    subprocess.run(["git", "-C", str(root), "add", "-A"], check=True)
+    subprocess.run(["git", "-C", str(root), "commit", "-qm", f"demo {version}"], check=True)
 
 
 @pytest.fixture
-def servers(heat: Any, repo: Path) -> Any:
+def servers(heat: Any, repo: Path) -> Any:  # noqa: F811 (fixtures)
     """demo 3.0.0 (a server taking its port's MAC into its user data, image img-a by default), 3.0.1 (only the
     description changes) and 3.1.0 (image img-b by default); the stack runs 3.0.0, given only its network."""
     release(repo, "3.0.0", "img-a", "A server.")
@@ -156,7 +157,7 @@ def test_a_server_heats_preview_replaces_though_both_versions_define_it_alike_st
 
 
 def test_a_server_whose_image_default_changes_is_named_rebuilt_unless_the_stack_was_given_its_image(
-        servers: Any, heat: Any, capsys: Any) -> None:
+        servers: Any, heat: Any, capsys: Any) -> None:  # noqa: F811 (fixture)
     servers.preview["updated"] = [SERVER]
     assert cli.main(["upgrade", "demo", "--to", "3.1.0", "--dry-run", "--os-cloud", "x"]) == 0
     assert "Servers that go down: \n  server (server srv-1): rebuilt (image)\n" in capsys.readouterr().out
@@ -166,3 +167,22 @@ def test_a_server_whose_image_default_changes_is_named_rebuilt_unless_the_stack_
     # -P image= of the update reaches the server again
     assert cli.main(["upgrade", "demo", "--to", "3.1.0", "--dry-run", "--os-cloud", "x", "-P", "image=other"]) == 0
     assert "server (server srv-1): rebuilt (image)" in capsys.readouterr().out
+
+
+def test_a_port_updated_with_other_fixed_ips_is_a_loss_and_one_updated_otherwise_is_not(servers: Any,
+                                                                                     capsys: Any) -> None:
+    servers.preview["updated"] = [{"resource_name": "port", "resource_type": "OS::Neutron::Port"}]
+    assert cli.main(["upgrade", "demo", "--to", "3.0.1", "--dry-run", "--os-cloud", "x", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["plan"]["losses"] == []
+    assert cli.main(["upgrade", "demo", "--to", "3.0.1", "--dry-run", "--os-cloud", "x", "--format", "json",
+                     "-P", "network=other"]) == 0  # not its fixed_ips or MAC
+    assert json.loads(capsys.readouterr().out)["plan"]["losses"] == []
+    a, b = bundle(), bundle()
+    port = yaml.safe_load(b[1][VNF])
+    port["resources"]["port"]["properties"]["fixed_ips"] = [{"ip_address": "10.0.0.9"}]
+    b[1][VNF] = yaml.safe_dump(port)
+    assert sc.address_change(sc.Scope(a[0], {}, a[1]), sc.Scope(b[0], {}, b[1]), ["vrouter"], "port") == \
+        ["IP address"]
+    assert sc.address_change(sc.Scope(a[0], {}, a[1]), sc.Scope(a[0], {}, a[1]), ["vrouter"], "port") == []
+    assert sc.address_change(sc.Scope(a[0], {}, a[1]), sc.Scope(a[0], {}, a[1]), ["nope"], "port") == \
+        ["IP address", "MAC address"]

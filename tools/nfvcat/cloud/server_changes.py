@@ -192,3 +192,16 @@ def disruption(old: Scope, new: Scope, parents: list[str], server: str) -> str |
             if how:
                 return f"{how} ({prop.replace('_', ' ')})"
     return None
+
+
+def address_change(old: Scope, new: Scope, parents: list[str], port: str) -> list[str]:
+    """What a port the preview calls "updated" loses in place: "IP address" when its fixed_ips differ, "MAC
+    address" when its mac_address does; ["IP address", "MAC address"] when it cannot tell."""
+    a, b = scopes(old, parents), scopes(new, parents)
+    body_a = (a[-1].data.get("resources") or {}).get(port) if a else None
+    body_b = (b[-1].data.get("resources") or {}).get(port) if b else None
+    if a is None or b is None or not isinstance(body_a, dict) or not isinstance(body_b, dict):
+        return ["IP address", "MAC address"]
+    pa, pb = symbolic(a[-1], hot.props(body_a)), symbolic(b[-1], hot.props(body_b))
+    return [what for prop, what in (("fixed_ips", "IP address"), ("mac_address", "MAC address"))
+            if pa.get(prop) != pb.get(prop)]

@@ -29,6 +29,7 @@ from nfvcat.core.waiting import TimedOut, until
 
 KINDS = ("replaced", "updated", "added", "deleted", "unchanged")
 SERVER = "OS::Nova::Server"
+PORT = "OS::Neutron::Port"
 HIDDEN = "******"  # Heat's answer for a hidden parameter's value
 
 
@@ -146,7 +147,7 @@ def plan(stacks: Stacks, root: Path, name: str, target_entry: entries.Entry, b: 
                             "id": str(r.get("physical_resource_id") or "")} for r in changes.get(kind) or []]
     added = {(r["name"], r["parent"]) for r in p.changes["added"]}
     going = [r for r in p.changes["replaced"] + p.changes["deleted"] if r["type"] == SERVER]
-    stays, rebuilt = _server_verdicts(stacks, root, entry, current, b, params, clear, p)
+    stays, rebuilt, readdressed = _server_verdicts(stacks, root, entry, current, b, params, clear, p)
     down = [(r, "replaced" if r in p.changes["replaced"] or (r["name"], r["parent"]) in added else "deleted")
             for r in going if (r["parent"], r["name"]) not in stays] + rebuilt
     # the preview shows a replaced resource as its replacement (no id yet): the server that goes is the stack's
@@ -176,7 +177,7 @@ def plan(stacks: Stacks, root: Path, name: str, target_entry: entries.Entry, b: 
         elif ("has no default" in item or "retyped" in item) and pname not in params:
             p.unmapped.append(f"{item}: -P {pname}=VALUE")
     p.notes = history.changelog(target_entry.dir, current, target_entry.version)
-    p.losses = losses(p.changes)
+    p.losses = losses(p.changes) + readdressed
     try:
         from nfvcat.cloud.stacks import bundle
 
@@ -190,41 +191,55 @@ def plan(stacks: Stacks, root: Path, name: str, target_entry: entries.Entry, b: 
 
 
 def _server_verdicts(stacks: Stacks, root: Path, entry: str, current: str, b: Bundle, params: dict[str, Any],
-                     clear: list[str], p: Plan) -> tuple[set[tuple[str, str]], list[tuple[dict[str, str], str]]]:
+                     clear: list[str], p: Plan) -> tuple[set[tuple[str, str]], list[tuple[dict[str, str], str]],
+                                                         list[str]]:
     """Heat's preview checked against both versions' definitions (``nfvcat.cloud.server_changes``): (parent, name)
-    of the servers it replaces that the update leaves alone (each said in ``p.corrected``), and the servers it
-    calls "updated" that the update takes down, with how (rebuilt, resized; "unknown" when it cannot tell)."""
+    of the servers it replaces that the update leaves alone (each said in ``p.corrected``); the servers it calls
+    "updated" that the update takes down, with how (rebuilt, resized; "unknown" when it cannot tell); and the
+    ports it updates whose IP or MAC address changes in place (losses)."""
     from nfvcat.cloud import server_changes as sc
     from nfvcat.cloud.stacks import bundle
 
     replaced = [r for r in p.changes["replaced"] if r["type"] == SERVER]
     updated = [r for r in p.changes["updated"] if r["type"] == SERVER]
-    if not replaced and not updated:
-        return set(), []
+    ports = [r for r in p.changes["updated"] if r["type"] == PORT]
+    if not replaced and not updated and not ports:
+        return set(), [], []
     try:
         old = bundle(history.resolve(root, f"{entry}@{current}", "heat").template, [])
     except UserError:  # not a release of this catalog: Heat's verdict stands, a server it updates may go down
-        return set(), [(r, "unknown (not a release of this catalog: nothing to compare with)") for r in updated]
+        return (set(), [(r, "unknown (not a release of this catalog: nothing to compare with)") for r in updated],
+                [f"{_where(r)}{r['name']}: updated: its IP and MAC addresses may change (not a release of this "
+                 "catalog: nothing to compare with)" for r in ports])
     env = call(stacks.api, "GET", f"/stacks/{p.stack}/{p.stack_id}/environment", f"stack environment {p.stack}")
     given = dict((env or {}).get("parameters") or {})
     before, after = sc.Scope(old.template, given, old.files), \
         sc.Scope(b.template, {**{k: v for k, v in given.items() if k not in clear}, **params}, b.files)
     changed = {(r["parent"], r["name"]): kind for kind in ("added", "replaced", "updated") for r in p.changes[kind]}
-    stays, down = set(), []
+    stays, down, readdressed = set(), [], []
     for r in replaced:
         parents = _parents(stacks, p, r["parent"])
         if parents is not None and sc.unchanged(before, after, parents, r["name"], changed):
             stays.add((r["parent"], r["name"]))
-            where = f"{r['parent']}/" if r["parent"] else ""
-            p.corrected.append(f"{where}{r['name']}: Heat's preview replaces it, but both versions define it alike "
-                               "and nothing it references changes (the preview resolves no attribute of the new "
-                               "stack): it stays")
+            p.corrected.append(f"{_where(r)}{r['name']}: Heat's preview replaces it, but both versions define it "
+                               "alike and nothing it references changes (the preview resolves no attribute of the "
+                               "new stack): it stays")
     for r in updated:
         parents = _parents(stacks, p, r["parent"])
         how = sc.disruption(before, after, parents, r["name"]) if parents is not None else "unknown"
         if how:
             down.append((r, how))
-    return stays, down
+    for r in ports:
+        parents = _parents(stacks, p, r["parent"])
+        lost = sc.address_change(before, after, parents, r["name"]) if parents is not None else \
+            ["IP address", "MAC address"]
+        if lost:
+            readdressed.append(f"port {_where(r)}{r['name']}: updated: its {' and '.join(lost)} change(s)")
+    return stays, down, readdressed
+
+
+def _where(r: dict[str, str]) -> str:
+    return f"{r['parent']}/" if r["parent"] else ""
 
 
 def _parents(stacks: Stacks, p: Plan, parent: str) -> list[str] | None:
