@@ -59,8 +59,9 @@ class Loop:
 def test_a_vnf_that_fails_is_detected_healed_checked_and_its_times_reported() -> None:
     loop = Loop(lambda n: 3 <= n < 6)  # fails from the 4th round until the heal (and a round after) is over
     loop.run(10)
-    assert loop.kinds() == ["healthy", "detected", "heal", "healed", "check", "recovered"]
-    healthy, detected, heal, healed, check, recovered = loop.events
+    assert loop.kinds() == ["healthy", "detected", "heal", "healed", "check", "coming-up", "recovered"]
+    healthy, detected, heal, healed, check, coming_up, recovered = loop.events
+    assert coming_up.t == 1080.0 and coming_up.detail.startswith("healed 10 s ago; its probes count again")
     assert healthy.t == 1000.0
     assert (detected.t, heal.t) == (1030.0, 1040.0) and detected.data == {"since_last_pass_s": 10.0}
     assert healed.data == {"server": "s1", "new_server": "s2"} and check.data == {"ok": True}
@@ -98,6 +99,17 @@ def test_a_probe_that_keeps_failing_heals_with_backoff_and_at_most_the_cap_an_ho
     held = [e.detail for e in loop.events if e.kind == "held"]
     assert any(d.startswith("backoff: no heal before") for d in held)
     assert any("the cap (3) is reached" in d for d in held)
+
+
+def test_a_healed_vnf_is_given_its_grace_to_boot_before_it_is_healed_again() -> None:
+    # a new server that boots for longer than the backoff (a TCG guest: ~100 s) must not be healed while it boots
+    loop = Loop(lambda n: True, Health(10.0, (READY, CHAIN), failures=2, backoff=60.0, grace=300.0))
+    loop.run(40)
+    assert len(loop.heals) == 2 and loop.heals[1] - loop.heals[0] >= 300, loop.heals
+    assert loop.kinds().count("coming-up") == 2 and "held" not in loop.kinds()[:loop.kinds().index("heal", 3)]
+    fast = Loop(lambda n: n in (2, 3) or n >= 7, Health(10.0, (READY, CHAIN), grace=300.0))
+    fast.run(16)  # failing again after it came up and passed once: judged at once, the grace is over
+    assert len(fast.heals) == 2 and fast.kinds().count("recovered") == 1, fast.kinds()
 
 
 def test_a_heal_that_fails_is_logged_and_backs_off_too() -> None:
@@ -138,6 +150,9 @@ def test_the_chain_probe_passes_when_every_packet_of_the_window_arrived_and_acl_
     late = watch.StackProbes(None, dict, Flow(rec), clock=lambda: 20.0)  # nothing for 10 s: the guest is gone
     assert late(CHAIN) == (FAIL, "packets lost in the last 3 s; the newest arrived 10.0 s ago")
     assert watch.StackProbes(None, dict, None)(CHAIN)[0] == UNKNOWN
+    fresh = FlowRecord(100, 0.0, arrivals={n: n / 100 for n in range(150)})  # the flow started 1.5 s ago
+    assert watch.StackProbes(None, dict, Flow(fresh), clock=lambda: 1.5)(CHAIN) == \
+        (UNKNOWN, "the flow has not run 3 s yet")  # not a whole window: neither a pass nor a failure
 
 
 def test_metrics_are_prometheus_text_with_no_sample_for_an_unknown_probe() -> None:

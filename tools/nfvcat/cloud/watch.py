@@ -11,9 +11,11 @@ The probes (``health.probes``, each naming the ``vnf`` it judges):
 - ``acl``: the flow's ACL probe (traffic the VNF's ACL denies does not pass); a flow that offers none makes it
   "unknown", which never heals and never passes.
 
-No heal storm: a VNF is healed after ``failures`` failed rounds in a row; after a heal it is not healed again for
-``backoff`` seconds, doubled at each heal that follows another within the hour (up to an hour); and never more
-than ``max_heals_per_hour`` times in any hour. A heal refused by those rules is logged (``held``).
+No heal storm: a VNF is healed after ``failures`` failed rounds in a row; a healed VNF is given ``grace`` seconds
+to come up (its new server boots: its failing probes are not counted until every probe that runs passes, or the
+grace is over); after a heal it is not healed again for ``backoff`` seconds, doubled at each heal that follows
+another within the hour (up to an hour); and never more than ``max_heals_per_hour`` times in any hour. A heal
+refused by those rules is logged (``held``).
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ class Health:
     failures: int = 2
     backoff: float = 60.0
     max_heals_per_hour: int = 3
+    grace: float = 600.0  # s a healed VNF is given to come up before its failing probes count again
 
 
 def health(meta: dict[str, Any], where: str) -> Health:
@@ -60,13 +63,14 @@ def health(meta: dict[str, Any], where: str) -> Health:
         probes.append(ProbeSpec(str(p.get("name") or f"{p['kind']}-{p['vnf']}"), p["kind"], p["vnf"],
                                 float(p.get("window", 3.0))))
     return Health(float(h.get("interval", 10)), tuple(probes), int(h.get("failures", 2)),
-                  float(h.get("backoff", 60)), int(h.get("max_heals_per_hour", 3)))
+                  float(h.get("backoff", 60)), int(h.get("max_heals_per_hour", 3)), float(h.get("grace", 600)))
 
 
 @dataclass
 class Event:
     t: float
-    kind: str  # healthy (the first passing round) | detected | heal | healed | heal-failed | held | check | recovered
+    kind: str  # healthy (the first passing round) | detected | heal | healed | heal-failed | held | check |
+    # coming-up (a healed VNF's failing probes waited out) | recovered
     vnf: str = ""
     detail: str = ""
     data: dict[str, Any] = field(default_factory=dict)
@@ -93,6 +97,7 @@ class VnfState:
     backoff: float = 0.0
     not_before: float = 0.0
     healed_at: float | None = None
+    coming_up: bool = False  # said that the healed VNF is given its grace
 
 
 class Watcher:
@@ -134,8 +139,14 @@ class Watcher:
                     st.last_pass, st.detected, st.healed_at = now, None, None
                 st.failing_rounds = 0
                 continue
-            st.failing_rounds += 1
             why = "; ".join(f"{s.name}: {d}" for s, d in failed)
+            if st.healed_at is not None and now - st.healed_at < self.h.grace:
+                if not st.coming_up:
+                    st.coming_up = True
+                    self.log(Event(now, "coming-up", vnf, f"healed {now - st.healed_at:.0f} s ago; its probes count "
+                                   f"again when they all pass or after {self.h.grace:g} s: {why}"))
+                continue
+            st.failing_rounds += 1
             if st.detected is None:
                 st.detected = now
                 self.log(Event(now, "detected", vnf, why, {"since_last_pass_s": None if st.last_pass is None
@@ -166,7 +177,7 @@ class Watcher:
         st.not_before = self.clock() + st.backoff
         if done is None:
             return
-        st.healed_at = self.clock()
+        st.healed_at, st.coming_up = self.clock(), False
         self.log(Event(st.healed_at, "healed", vnf, f"server {done.get('server')} -> {done.get('new_server')}",
                        {"server": done.get("server"), "new_server": done.get("new_server")}))
         ok, detail = self.check(vnf)
@@ -226,6 +237,8 @@ class StackProbes:
 
         rec = self.flow.record()
         now = self.clock()
+        if rec.start is None or now - rec.start < spec.window + 1.0:  # not a whole window sent yet
+            return UNKNOWN, f"the flow has not run {spec.window:g} s yet"
         if at_full_rate(rec, now - spec.window - 1.0, spec.window):
             return PASS, f"every packet of the last {spec.window:g} s arrived"
         newest = max(rec.arrivals.values(), default=None)
