@@ -14,6 +14,12 @@ failure Heat rolls it back; the failed resource and Heat's reason are shown. The
 version is the stack's mark (``nfvcat list``). An upgrade interrupted anywhere (Ctrl-C, killed, heat-engine
 restarted) is finished by running the same command again.
 
+``--rolling``: the members of each server group the update takes down (the vRouter HA pair) go one at a time
+through Heat's pre-update hooks: the VRRP backups first; before a member is touched another holds the master role
+(read from the members' consoles; a master hands it over first: Nova stops it cleanly); each must announce its role
+again, and anti-affinity hold, before the next (``nfvcat.cloud.rolling``). Unknown roles refuse it before anything
+changes, unless ``--accept-unknown-roles``.
+
 ``--via tacker``: NAME is a VNF instance; Tacker's v2 change_vnfpkg (RollingUpdate of every VDU) moves it to the
 target version's VNF package, onboarded first beside the one it runs (and the images it names before it); then its
 mark, then ``check``. The preview names the VNFCs the rolling update replaces and the CHANGELOG; a BaseHOT that
@@ -49,6 +55,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--yes", action="store_true", help="do not ask before updating")
     p.add_argument("--accept-loss", action="store_true", help="go ahead although the preview names a port "
                    "replaced (MAC and IP change), a volume deleted or a server group membership lost")
+    p.add_argument("--rolling", action="store_true", help="upgrade the members of each server group (a VRRP pair) one "
+                   "at a time: the backups first; before a member is touched another holds the VRRP master role (a "
+                   "master hands it over: Nova stops it cleanly); each must rejoin, and anti-affinity hold, before "
+                   "the next (nfvcat.cloud.rolling)")
+    p.add_argument("--accept-unknown-roles", action="store_true", help="with --rolling: go ahead where a member's "
+                   "VRRP role is unknown (its console shows no NFVCAT-VRRP line: an older day-0, or a hypervisor that "
+                   "runs no guest); one member at a time and the placement checks still apply")
     p.add_argument("--map", action="append", default=[], type=options.parameter, metavar="OLD=NEW",
                    help="carry removed/renamed parameter OLD's value to NEW (OLD= drops it); repeatable")
     options.add_stack_change(
@@ -92,17 +105,35 @@ def run(args: argparse.Namespace) -> int:
             return EXIT_OK
         if not args.yes and not confirm(plan):
             raise UserError("not confirmed (--yes skips the question)", EXIT_USAGE)
+        if args.accept_unknown_roles and not args.rolling:
+            raise UserError("--accept-unknown-roles goes with --rolling", EXIT_USAGE)
+        steps: list[Any] = []
+
+        def update() -> str:
+            if not args.rolling:
+                return upgrade.apply(stacks, plan, b, params, clear, args.timeout, args.stall, lost)
+            from nfvcat.cloud import rolling_heat
+
+            status, done = rolling_heat.apply(conn, stacks, plan, b, params, clear, args.timeout, args.stall,
+                                              args.accept_unknown_roles)
+            steps.extend(done)
+            return status
+
         status, outage = options.measured(
-            args, conn, args.stack, f"upgrade {args.stack} {plan.entry} {plan.current} -> {plan.target}",
-            lambda: upgrade.apply(stacks, plan, b, params, clear, args.timeout, args.stall, lost),
-            set(plan.servers_down))
+            args, conn, args.stack, f"upgrade {args.stack} {plan.entry} {plan.current} -> {plan.target}"
+            + (" (rolling)" if args.rolling else ""), update, set(plan.servers_down))
         say(f"{args.stack}: {status}, {plan.entry}@{plan.target}")
         verdicts = [] if args.no_check else check_stack(conn, args.stack, *options.open_checked(args))
     if args.format == "json":
         print(json.dumps({"plan": plan.as_dict(), "refused": None, "upgraded": True, "status": status,
+                          "rolling": [s.as_dict() for s in steps] if args.rolling else None,
                           "outage": outage.as_dict() if outage else None,
                           "check": json.loads(report(verdicts, args.stack, "json")) if verdicts else None}, indent=2))
     else:
+        for s in steps:
+            print(f"rolling: {s.member}: roles before {s.roles_before}{' (handed over)' if s.handover else ''}; "
+                  f"upgraded in {s.upgraded_s:.0f} s, rejoined in {s.rejoined_s:.0f} s; placement "
+                  f"{'; '.join(s.placement) or 'holds'}")
         if outage:
             print(outage.text())
         if verdicts:

@@ -1,0 +1,202 @@
+"""The rolling upgrade on Heat (``upgrade --rolling``, rules in ``nfvcat.cloud.rolling``): the members of the
+stack's server groups that the upgrade takes down are its members.
+
+Heat updates every resource it can at once; its breakpoints hold each member back. The update is sent with a
+``pre-update`` hook on every member (the environment's ``resource_registry``), so Heat pauses before touching
+any of them; each member is let go in turn by clearing its hook (``unset_hook`` signal), and its update (Nova's
+rebuild or a replacement) is waited for before the next. The update is sent only when the first member is let
+go: a refusal before it (unknown roles) changes nothing. Once every member is done and the stack complete, a
+second update of the same template clears the hooks, so no later update stops at them. A member that
+``handover`` stopped (Nova's clean shutdown) is started again after its update.
+
+A member's role comes from its console log (Nova's ``os-getConsoleOutput``), read since its last boot; after its
+upgrade it has rejoined once its console shows a boot it did not show before, and a role after it.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from typing import Any
+
+from nfvcat.cloud import redundancy_check, rolling
+from nfvcat.cloud.connect import call
+from nfvcat.cloud.readiness import console
+from nfvcat.cloud.stacks import Bundle, Stacks
+from nfvcat.cloud.verdicts import PASS
+from nfvcat.core.errors import EXIT_FINDINGS, EXIT_USAGE, UserError
+from nfvcat.core.waiting import TimedOut, until
+
+HOOK = "pre-update"
+PAUSED = "paused until Hook pre-update is cleared"
+DONE = ("UPDATE_COMPLETE", "CREATE_COMPLETE")
+SERVER = "OS::Nova::Server"
+PLACEMENT_CHECKS = ("anti-affinity policy", "members (>= 2 servers of the stack)", "members on different hosts")
+
+
+def members_of(conn: Any, stacks: Stacks, name: str, sid: str, servers_down: list[str]) -> dict[str, str]:
+    """Resource name -> server id of the stack's top-level servers that are in one of its Nova server groups and
+    that the upgrade takes down (``servers_down``); an error when fewer than two are, or a member is nested."""
+    resources = stacks.resources(name, sid)
+    groups = [str(r["physical_resource_id"]) for r in resources
+              if r.get("resource_type") == "OS::Nova::ServerGroup" and r.get("physical_resource_id")]
+    in_groups: set[str] = set()
+    for gid in groups:
+        body = call(conn.compute, "GET", f"/os-server-groups/{gid}", f"server group {gid}",
+                    microversion=redundancy_check.GROUP_MICROVERSION, ok=(200, 404))
+        in_groups |= {str(m) for m in ((body or {}).get("server_group") or {}).get("members") or []}
+    out, nested = {}, []
+    for r in resources:
+        server = str(r.get("physical_resource_id") or "")
+        if r.get("resource_type") != SERVER or server not in in_groups or server not in servers_down:
+            continue
+        if r.get("parent_resource"):
+            nested.append(f"{r['parent_resource']}/{r['resource_name']}")
+        else:
+            out[str(r["resource_name"])] = server
+    if nested:
+        raise UserError(f"--rolling: members in nested stacks ({', '.join(nested)}) are not supported; upgrade "
+                        "without --rolling", EXIT_USAGE)
+    if len(out) < 2:
+        raise UserError(f"--rolling: {name} has no server group of which the upgrade takes two or more members "
+                        f"down (members it takes down: {', '.join(sorted(out)) or 'none'}); upgrade without "
+                        "--rolling", EXIT_USAGE)
+    return out
+
+
+def hooks(environment: dict[str, Any], names: list[str], hook: str | list[str]) -> dict[str, Any]:
+    """The environment with ``hook`` set on each resource of ``names`` ([] clears it)."""
+    env = copy.deepcopy(environment or {})
+    registry = env.setdefault("resource_registry", {}).setdefault("resources", {})
+    for name in names:
+        registry.setdefault(name, {})["hooks"] = hook
+    return env
+
+
+@dataclass
+class HeatMembers:
+    """The members of a stack's server group as ``rolling.Members``; ``send(environment)`` sends the update."""
+
+    conn: Any
+    stacks: Stacks
+    stack: str
+    stack_id: str
+    servers: dict[str, str]  # resource -> server id
+    send: Any  # callable(the hook of every member) -> None: sends the update
+    timeout: float
+    names: list[str] = field(default_factory=list)
+    sent: bool = False
+    stopped: set[str] = field(default_factory=set)
+    boots: dict[str, int] = field(default_factory=dict)  # boots seen on the console before the member's upgrade
+    seen: set[str] = field(default_factory=set)  # event ids already looked at
+
+    def __post_init__(self) -> None:
+        self.names = sorted(self.servers)
+
+    def _console(self, name: str) -> str:
+        return console(self.conn, self.servers[name]) or ""
+
+    def roles(self) -> dict[str, str | None]:
+        return {n: rolling.role(self._console(n)) for n in self.names}
+
+    def handover(self, name: str) -> None:
+        compute = self.conn.compute
+        compute.stop_server(self.servers[name])
+        self.stopped.add(name)
+        self._server_status(name, "SHUTOFF")
+
+    def _server_status(self, name: str, want: str) -> None:
+        compute = self.conn.compute
+        try:
+            until(lambda: compute.get_server(self.servers[name]).status, lambda s: s in (want, "ERROR"),
+                  timeout=self.timeout, what=f"{name} {want}", first=1.0, most=4.0)
+        except TimedOut as exc:
+            raise UserError(f"--rolling: {exc}", EXIT_FINDINGS) from None
+        if compute.get_server(self.servers[name]).status != want:
+            raise UserError(f"--rolling: {name} (server {self.servers[name]}) went to ERROR", EXIT_FINDINGS)
+
+    def upgrade(self, name: str) -> None:
+        self.boots[name] = len(rolling.BOOT.findall(self._console(name)))
+        if not self.sent:
+            self.seen |= {str(ev["id"]) for ev in self.stacks.events(self.stack, self.stack_id)}
+            self.send(HOOK)
+            self.sent = True
+        self._wait_event(name, lambda ev: PAUSED in str(ev.get("resource_status_reason") or ""), "held at its hook")
+        call(self.stacks.api, "POST", f"/stacks/{self.stack}/{self.stack_id}/resources/{name}/signal",
+             f"clear the {HOOK} hook of {name}", json={"unset_hook": HOOK})
+        ended = self._wait_event(name, lambda ev: str(ev.get("resource_status")) in DONE
+                                 or str(ev.get("resource_status")).endswith("FAILED"), "updated")
+        if str(ended.get("resource_status")).endswith("FAILED"):
+            raise UserError(f"--rolling: the update of {name} failed: {ended.get('resource_status_reason')}",
+                            EXIT_FINDINGS)
+        current = {str(r["resource_name"]): str(r.get("physical_resource_id") or "")
+                   for r in self.stacks.resources(self.stack, self.stack_id) if not r.get("parent_resource")}
+        if current.get(name) and current[name] != self.servers[name]:  # replaced: the new server is the member
+            self.servers[name] = current[name]
+            self.boots[name] = 0
+            self.stopped.discard(name)
+        if name in self.stopped:  # a rebuild keeps a stopped server stopped
+            self.conn.compute.start_server(self.servers[name])
+            self.stopped.discard(name)
+        self._server_status(name, "ACTIVE")
+
+    def _wait_event(self, name: str, match: Any, what: str) -> dict[str, Any]:
+        """The first event of resource ``name`` not looked at before that ``match``es (waited for)."""
+        def poll() -> dict[str, Any] | None:
+            for ev in self.stacks.events(self.stack, self.stack_id):
+                if str(ev["id"]) in self.seen or ev.get("resource_name") != name:
+                    continue
+                self.seen.add(str(ev["id"]))
+                if match(ev):
+                    return ev
+            return None
+
+        try:
+            found = until(poll, lambda ev: ev is not None, timeout=self.timeout, what=f"{name} {what}",
+                          state=lambda ev: "waiting", first=1.0, most=4.0)
+        except TimedOut as exc:
+            raise UserError(f"--rolling: {exc}", EXIT_FINDINGS) from None
+        return found or {}
+
+    def rejoined(self, name: str) -> bool:
+        text = self._console(name)
+        return len(rolling.BOOT.findall(text)) > self.boots.get(name, 0) and rolling.role(text) is not None
+
+    def placement(self) -> list[str]:
+        return [f"{v.subject}: {v.check} {v.status}: {v.detail}"
+                for v in redundancy_check.check(self.conn, self.stack)
+                if v.check in PLACEMENT_CHECKS and v.status != PASS]
+
+
+def apply(conn: Any, stacks: Stacks, p: Any, b: Bundle, params: dict[str, Any], clear: list[str], timeout: float,
+          stall: float, accept_unknown: bool) -> tuple[str, list[rolling.Step]]:
+    """The upgrade of plan ``p`` one member at a time: the stack's final status and the steps."""
+    from nfvcat.cloud.upgrade import settle, update_body
+
+    name, sid = p.stack, p.stack_id
+    servers = members_of(conn, stacks, name, sid, p.servers_down)
+    tags = stacks.get(name, sid).get("tags")
+
+    def send(hook: str | list[str]) -> None:
+        body = update_body(b, params, clear, tags, p.entry, p.target, int(timeout // 60) + 1, p.current)
+        body["environment"] = hooks(b.environment, sorted(servers), hook)
+        call(stacks.api, "PATCH", f"/stacks/{name}/{sid}", f"stack update {name}", json=body)
+
+    members = HeatMembers(conn, stacks, name, sid, servers, send, timeout)
+    try:
+        steps = rolling.roll(members, stacks.say, timeout=timeout, accept_unknown=accept_unknown)
+    except UserError:
+        if members.sent:  # the members not let go stay as they are: no rollback of the ones done
+            call(stacks.api, "POST", f"/stacks/{name}/{sid}/actions", f"cancel the update of {name}",
+                 json={"cancel_without_rollback": None})
+        raise
+    seen = {str(ev["id"]) for ev in stacks.events(name, sid)}
+    status = str(settle(stacks, name, sid, timeout, seen, stall=stall)["stack_status"])
+    if status != "UPDATE_COMPLETE":
+        raise UserError(f"{name}: the rolling update ended {status}", EXIT_FINDINGS)
+    before = stacks.get(name, sid).get("updated_time") or ""
+    send([])  # the same update again, without the hooks: no later update stops at them
+    status = str(settle(stacks, name, sid, timeout, seen, stale=before, stall=stall)["stack_status"])
+    if status != "UPDATE_COMPLETE":
+        raise UserError(f"{name}: the update that clears the rolling hooks ended {status}", EXIT_FINDINGS)
+    return status, steps
