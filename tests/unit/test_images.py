@@ -276,3 +276,19 @@ def test_release_refuses_an_image_the_mirror_no_longer_serves(cat: Path, monkeyp
         monkeypatch.setattr(mirror, "_SERVED", {})
         assert main(["release", "--root", str(cat), "--no-tag"]) == 3  # unverifiable: never released
     assert not (cat / "RELEASES.yaml").exists()
+
+
+def test_a_build_another_process_finished_while_this_one_waited_for_the_lock_is_used(
+        cat: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # two tiers asking for one image at once: the second waits on the cache's lock, then takes the first one's build
+    monkeypatch.setenv("NFVCAT_IMAGE_CACHE", str(tmp_path / "cache"))
+    r = recipe.load("demo", cat)
+    lock = recipe.Lock("demo", "1.0.0", r.digest(), {}, "0" * 64, 1, build.BUILDER_VERSION)  # what was built
+    done = build.Built(r, tmp_path / "disk.qcow2", tmp_path / "vmlinuz", tmp_path / "initrd.img", lock, None,
+                       "reproduced")
+    answers = iter([None, done])  # not cached when asked, cached once the lock is held
+    monkeypatch.setattr(build, "cached", lambda rec: next(answers))
+    monkeypatch.setattr(build, "_build", lambda *a: pytest.fail("built again"))
+    said: list[str] = []
+    assert build.build(r, said.append) is done
+    assert said == ["demo 1.0.0: cached build of the lock (" + str(tmp_path / "disk.qcow2") + "), built while waiting"]

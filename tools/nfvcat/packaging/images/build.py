@@ -70,8 +70,7 @@ class Built:
 
 
 def cache_dir() -> Path:
-    env = os.environ.get("NFVCAT_IMAGE_CACHE")
-    return Path(env) if env else Path.home() / ".cache" / "nfvcat" / "images"
+    return Path(os.environ.get("NFVCAT_IMAGE_CACHE") or Path.home() / ".cache" / "nfvcat" / "images")
 
 
 def derived_uuid(recipe: Recipe, what: str) -> str:
@@ -114,11 +113,13 @@ def build(recipe: Recipe, say: Say, root: Path | None = None, force: bool = Fals
         say(f"{recipe.name} {recipe.version}: cached build of the lock ({hit.disk})")
         return hit
     old = read_lock(recipe)
-    base = cache_dir()
-    base.mkdir(parents=True, exist_ok=True)
+    (base := cache_dir()).mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     with (base / ".lock").open("w") as guard:
         fcntl.flock(guard, fcntl.LOCK_EX)
+        if not force and (hit := cached(recipe)) is not None:  # built by another process while this one waited
+            say(f"{recipe.name} {recipe.version}: cached build of the lock ({hit.disk}), built while waiting")
+            return hit
         work = Path(tempfile.mkdtemp(prefix=f"build-{recipe.name}-", dir=base))
         try:
             packages = _build(recipe, work, say, started)
@@ -142,11 +143,8 @@ def build(recipe: Recipe, say: Say, root: Path | None = None, force: bool = Fals
 
 
 def package_changes(old: dict[str, str], new: dict[str, str]) -> list[str]:
-    out = []
-    for p in sorted(set(old) | set(new)):
-        if old.get(p) != new.get(p):
-            out.append(f"{p} {old.get(p, '(none)')} -> {new.get(p, '(none)')}")
-    return out
+    return [f"{p} {old.get(p, '(none)')} -> {new.get(p, '(none)')}" for p in sorted(set(old) | set(new))
+            if old.get(p) != new.get(p)]
 
 
 def reconcile(built: Built, old: Lock | None, root: Path | None) -> Built:
