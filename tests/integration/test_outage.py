@@ -1,6 +1,7 @@
 """What an upgrade costs the traffic, on the dev cloud's real host: chain-vrouter 1.0.0 (with the onboarded
-vRouter image) boots under Nova's libvirt driver; a constant-rate UDP flow (`--traffic devcloud`: test endpoints
-on the chain's left and right networks, 200 pps) runs through the vRouter while `nfvcat upgrade` runs. The upgrade
+vRouter image: the session's day2_chain, which test_watch then breaks and heals) boots under Nova's libvirt
+driver; a constant-rate UDP flow (`--traffic devcloud`: test endpoints on the chain's left and right networks,
+200 pps) runs through the vRouter while `nfvcat upgrade` runs. The upgrade
 to 1.1.0 brings the vRouter hook's new day-0 (new user data: Heat replaces the server): packets lost, the longest
 gap and the time back to full rate measured, and the server the preview named is the one that went down. The
 upgrade to 1.1.1 changes nothing on the server (only the image's default, and the stack names its image): not
@@ -13,13 +14,9 @@ import sys
 import time
 from typing import Any
 
-import pytest
+from tests.integration.conftest import nfvcat
 
-from tests.integration.conftest import glance_name, nfvcat
-
-ENV = "tools/testbeds/nfvcat_testbeds/devcloud/environments/chain-vrouter.env.yaml"
-STACK = "outage-vrouter"
-pytestmark = pytest.mark.usefixtures("onboarded")
+STACK = "day2-vrouter"  # conftest.day2_chain
 
 
 def upgrade(*args: str) -> dict[str, Any]:
@@ -33,33 +30,26 @@ def upgrade(*args: str) -> dict[str, Any]:
     return dict(doc)
 
 
-def test_an_upgrade_that_replaces_the_vrouter_loses_packets_one_that_does_not_loses_none(conn: Any) -> None:
+def test_an_upgrade_that_replaces_the_vrouter_loses_packets_one_that_does_not_loses_none(conn: Any,
+                                                                                         day2_chain: str) -> None:
     from nfvcat.cloud.stacks import servers_of
 
-    t0 = time.monotonic()
-    res = nfvcat("instantiate", "chain-vrouter@1.0.0", "--stack", STACK, "-e", ENV, "-P",
-                 f"image={glance_name('vrouter')}", "--no-check", timeout=1800)
-    sys.stderr.write(f"[outage] instantiate 1.0.0: {time.monotonic() - t0:.0f} s\n")
-    try:
-        assert res.returncode == 0, res.stderr[-3000:]
-        [(_, first)] = servers_of(conn, STACK)
+    assert conn.orchestration.find_stack(day2_chain).tags == ["nfvcat:chain-vrouter@1.0.0"]
+    [(_, first)] = servers_of(conn, STACK)
 
-        replaced = upgrade("--to", "1.1.0")
-        found = replaced["outage"]
-        assert replaced["plan"]["downtime"] and found["baseline_at_full_rate"]
-        assert found["lost"] > 0 and found["longest_gap_s"] > 1, found
-        assert found["time_to_full_rate_s"] is not None and found["ok"]
-        assert (found["prediction"]["predicted_down"], found["prediction"]["went_down"],
-                found["prediction"]["held"]) == ([first], [first], True)
-        [(_, second)] = servers_of(conn, STACK)
-        assert second != first
+    replaced = upgrade("--to", "1.1.0")
+    found = replaced["outage"]
+    assert replaced["plan"]["downtime"] and found["baseline_at_full_rate"]
+    assert found["lost"] > 0 and found["longest_gap_s"] > 1, found
+    assert found["time_to_full_rate_s"] is not None and found["ok"]
+    assert (found["prediction"]["predicted_down"], found["prediction"]["went_down"],
+            found["prediction"]["held"]) == ([first], [first], True)
+    [(_, second)] = servers_of(conn, STACK)
+    assert second != first
 
-        same = upgrade("--to", "1.1.1")
-        found = same["outage"]
-        assert same["plan"]["downtime"] == [] and found["baseline_at_full_rate"]
-        assert found["sent"] > 0 and found["lost"] == 0, found
-        assert found["prediction"]["held"] is True and found["prediction"]["went_down"] == []
-        assert [sid for _, sid in servers_of(conn, STACK)] == [second]
-    finally:
-        out = nfvcat("terminate", STACK, "--format", "json")
-    assert out.returncode == 0 and json.loads(out.stdout)["left_behind"] == [], out.stderr
+    same = upgrade("--to", "1.1.1")
+    found = same["outage"]
+    assert same["plan"]["downtime"] == [] and found["baseline_at_full_rate"]
+    assert found["sent"] > 0 and found["lost"] == 0, found
+    assert found["prediction"]["held"] is True and found["prediction"]["went_down"] == []
+    assert [sid for _, sid in servers_of(conn, STACK)] == [second]
