@@ -9,6 +9,7 @@ import re
 from typing import Any
 
 import pytest
+import requests
 
 from nfvcat.cloud import rolling, rolling_heat
 from nfvcat.cloud.stacks import Bundle, Stacks
@@ -112,59 +113,91 @@ def test_a_member_that_never_rejoins_or_a_broken_placement_stops_the_upgrade() -
 # ---- on Heat and Nova ------------------------------------------------------------------------------------------
 
 class HeatPair:
-    """Stack ``pair`` (id s1) with router_a (srv-a, VRRP master) and router_b (srv-b) in server group grp."""
+    """Stack ``pair`` (id s1) with router_a (srv-a, VRRP master, host-1) and router_b (srv-b, host-2) in server
+    group grp. Clearing a member's hook rebuilds it (a new boot on its console), or with ``replace`` creates its
+    replacement (srv-a2, srv-b2), which Nova can place only once the old server is gone (anti-affinity, two
+    hosts)."""
 
-    def __init__(self, m: Any) -> None:
-        self.m = m
+    def __init__(self, m: Any, replace: bool = False) -> None:
+        self.m, self.replace = m, replace
         self.events: list[dict[str, Any]] = []
         self.status, self.updated = "CREATE_COMPLETE", "t0"
+        self.ids = {"router_a": "srv-a", "router_b": "srv-b"}
         self.server = {"srv-a": "ACTIVE", "srv-b": "ACTIVE"}
+        self.host = {"srv-a": "host-1", "srv-b": "host-2"}
         self.console = {"srv-a": BOOT + "NFVCAT-VRRP state=MASTER\n", "srv-b": BOOT + "NFVCAT-VRRP state=BACKUP\n"}
         self.pending: set[str] = set()
         self.fails: set[str] = set()  # members whose update Heat fails
-        res = [{"resource_name": "router_a", "physical_resource_id": "srv-a", "resource_type": "OS::Nova::Server"},
-               {"resource_name": "router_b", "physical_resource_id": "srv-b", "resource_type": "OS::Nova::Server"},
-               {"resource_name": "group", "physical_resource_id": "grp", "resource_type": "OS::Nova::ServerGroup"}]
+        self.stale = 0  # replacements the scheduler refuses although their host is free (its view is late)
         m.get(f"{HEAT}/stacks/pair/s1", json=lambda r, c: {"stack": {
             "id": "s1", "stack_name": "pair", "stack_status": self.status, "updated_time": self.updated,
             "tags": ["nfvcat:pair@1.0.0"]}})
-        m.get(re.compile(rf"^{HEAT}/stacks/pair(/s1)?/resources\?nested_depth=5"), json={"resources": res})
+        m.get(re.compile(rf"^{HEAT}/stacks/pair(/s1)?/resources\?nested_depth=5"), json=lambda r, c: {"resources": [
+            *({"resource_name": n, "physical_resource_id": sid, "resource_type": "OS::Nova::Server"}
+              for n, sid in self.ids.items()),
+            {"resource_name": "group", "physical_resource_id": "grp", "resource_type": "OS::Nova::ServerGroup"}]})
         m.get(re.compile(rf"^{HEAT}/stacks/pair/s1/events"), json=lambda r, c: {"events": self.events})
         m.patch(f"{HEAT}/stacks/pair/s1", json=self._patch, status_code=202)
         m.post(re.compile(rf"^{HEAT}/stacks/pair/s1/resources/\w+/signal$"), json=self._signal)
         m.post(f"{HEAT}/stacks/pair/s1/actions", json={})
-        m.get(f"{NOVA}/os-server-groups/grp", json={"server_group": {
-            "id": "grp", "name": "vrouter-ha", "policy": "anti-affinity", "members": ["srv-a", "srv-b"]}})
-        for sid, host in (("srv-a", "host-1"), ("srv-b", "host-2")):
-            m.get(f"{NOVA}/servers/{sid}", json=lambda r, c, sid=sid, host=host: {"server": {
-                "id": sid, "status": self.server[sid], "OS-EXT-SRV-ATTR:host": host}})
-            m.post(f"{NOVA}/servers/{sid}/action", json=lambda r, c, sid=sid: self._action(sid, r.json()))
+        m.get(f"{NOVA}/os-server-groups/grp", json=lambda r, c: {"server_group": {
+            "id": "grp", "name": "vrouter-ha", "policy": "anti-affinity", "members": sorted(self.ids.values())}})
+        m.get(re.compile(rf"^{NOVA}/servers/detail"), json={"servers": []})  # find_server's search by name
+        m.get(re.compile(rf"^{NOVA}/servers/[\w-]+$"), json=self._get)
+        m.delete(re.compile(rf"^{NOVA}/servers/[\w-]+$"), json=self._delete, status_code=204)
+        m.post(re.compile(rf"^{NOVA}/servers/[\w-]+/action$"), json=lambda r, c: self._action(
+            r.path.split("/")[-2], r.json()))
+
+    def _get(self, req: Any, ctx: Any) -> Any:
+        sid = req.path.rsplit("/", 1)[-1]
+        if sid not in self.server:
+            ctx.status_code = 404
+            return {"itemNotFound": {"code": 404, "message": f"Instance {sid} could not be found."}}
+        return {"server": {"id": sid, "status": self.server[sid], "OS-EXT-SRV-ATTR:host": self.host[sid]}}
+
+    def _delete(self, req: Any, ctx: Any) -> None:
+        sid = req.path.rsplit("/", 1)[-1]
+        self.host.pop(sid), self.server.pop(sid)
 
     def event(self, resource: str, status: str, reason: str = "") -> None:
         self.events.append({"id": f"e{len(self.events)}", "resource_name": resource, "resource_status": status,
-                            "resource_status_reason": reason})
+                            "resource_status_reason": reason, "physical_resource_id": self.ids[resource]})
 
     def _patch(self, req: Any, ctx: Any) -> dict[str, Any]:
         hook = req.json()["environment"]["resource_registry"]["resources"]["router_a"]["hooks"]
         self.updated = f"t{len(sent(self.m, 'PATCH', '/stacks/pair/s1$'))}"
         if hook == "pre-update":
-            self.status, self.pending = "UPDATE_IN_PROGRESS", {"router_a", "router_b"}
-            for r in ("router_a", "router_b"):
+            self.status = "UPDATE_IN_PROGRESS"
+            self.pending = self.pending or {"router_a", "router_b"}  # sent again: the members not done yet
+            for r in sorted(self.pending):
                 self.event(r, "CREATE_COMPLETE", "UPDATE paused until Hook pre-update is cleared")
         else:
             self.status = "UPDATE_COMPLETE"
         return {}
 
     def _signal(self, req: Any, ctx: Any) -> dict[str, Any]:
-        name = req.url.rsplit("/", 2)[-2]
+        name = req.path.rsplit("/", 2)[-2]
         assert req.json() == {"unset_hook": "pre-update"} and name in self.pending
-        sid = "srv-a" if name == "router_a" else "srv-b"
+        sid = self.ids[name]
+        self.event(name, "CREATE_COMPLETE", "Hook pre-update is cleared")  # as Heat says it: the old state
         self.event(name, "UPDATE_IN_PROGRESS", "state changed")
+        if self.replace:
+            free = {"host-1", "host-2"} - set(self.host.values())
+            if not free or self.stale:  # the old server still holds its host: nowhere to put the replacement
+                self.stale = max(0, self.stale - 1)
+                self.status = "UPDATE_FAILED"
+                self.event(name, "CREATE_FAILED", "No valid host was found. There are not enough hosts available.")
+                return {}
+            self.event(name, "UPDATE_COMPLETE", f'The Resource Server "{name}" [{sid}] Stack "pair" [s1] requires '
+                       "replacement.")
+            sid = self.ids[name] = f"{sid.split('2')[0]}2"
+            self.event(name, "CREATE_IN_PROGRESS", "state changed")
+            self.server[sid], self.host[sid], self.console[sid] = "ACTIVE", free.pop(), ""
         if name in self.fails:
             self.event(name, "UPDATE_FAILED", "Rebuilding server failed, status 'ERROR'")
             return {}
-        self.console[sid] += BOOT + "NFVCAT-VRRP state=BACKUP\n"  # rebuilt: a new boot, keepalived back up
-        self.event(name, "UPDATE_COMPLETE", "state changed")
+        self.console[sid] += BOOT + "NFVCAT-VRRP state=BACKUP\n"  # a new boot, keepalived back up
+        self.event(name, "CREATE_COMPLETE" if self.replace else "UPDATE_COMPLETE", "state changed")
         self.pending.discard(name)
         if not self.pending:
             self.status = "UPDATE_COMPLETE"
@@ -175,7 +208,7 @@ class HeatPair:
             return {"output": self.console[sid]}
         if "os-stop" in body:  # a clean shutdown: keepalived says priority 0, the other takes over at once
             self.server[sid] = "SHUTOFF"
-            other = "srv-b" if sid == "srv-a" else "srv-a"
+            other = next(s for n, s in self.ids.items() if s != sid)
             self.console[other] += "NFVCAT-VRRP state=MASTER\n"
         if "os-start" in body:
             self.server[sid] = "ACTIVE"
@@ -184,7 +217,10 @@ class HeatPair:
 
 class Plan:
     stack, stack_id, entry, current, target = "pair", "s1", "pair", "1.0.0", "1.1.0"
-    servers_down = ["srv-a", "srv-b"]
+
+    def __init__(self, how: str = "rebuilt (image)") -> None:
+        self.servers_down = ["srv-a", "srv-b"]
+        self.how_down = dict.fromkeys(self.servers_down, how)
 
 
 def test_on_heat_each_member_is_let_go_at_its_hook_in_turn_and_the_hooks_are_cleared_after(
@@ -242,3 +278,53 @@ def test_on_heat_a_member_whose_update_fails_stops_the_upgrade_and_cancels_the_r
     assert [r.json() for r in sent(m, "POST", "/actions$")] == [{"cancel_without_rollback": None}]
     assert [r.path.rsplit("/", 2)[-2] for r in sent(m, "POST", "/signal$")] == ["router_b"]  # router_a untouched
     assert not any("os-stop" in r.text for r in sent(m, "POST", "/servers/"))  # the master never handed over
+
+
+def test_on_heat_a_member_the_update_replaces_is_deleted_first_so_its_replacement_finds_its_host(
+        cloud: Any, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811 (fixture)
+    m, conn = cloud
+    monkeypatch.setattr("nfvcat.core.waiting.time.sleep", lambda s: None)
+    monkeypatch.setattr("nfvcat.cloud.rolling.time.sleep", lambda s: None)
+    pair = HeatPair(m, replace=True)
+    status, steps = rolling_heat.apply(conn, Stacks(conn, lambda s: None), Plan("replaced"), Bundle({}, {}, {}), {},
+                                       [], 600, 600, False)
+    assert status == "UPDATE_COMPLETE" and [s.placement for s in steps] == [[], []]
+    assert pair.ids == {"router_a": "srv-a2", "router_b": "srv-b2"}
+    assert pair.host == {"srv-a2": "host-1", "srv-b2": "host-2"}  # each replacement on the host it freed
+    order = [f"{r.method} {r.path.rsplit('/', 2)[-2] if r.path.endswith('/signal') else r.path.rsplit('/', 1)[-1]}"
+             for r in m.request_history if r.method == "DELETE" or r.path.endswith("/signal")]
+    assert order == ["DELETE srv-b", "POST router_b", "DELETE srv-a", "POST router_a"]
+    # the master was stopped (handed over) before it was deleted, and its replacement is not started by nfvcat
+    assert [r.path.split("/")[-2] for r in sent(m, "POST", "/servers/[\\w-]+/action$") if "os-stop" in r.text] == \
+        ["srv-a"]
+    assert not any("os-start" in r.text for r in sent(m, "POST", "/action$"))
+
+
+def test_on_heat_without_the_slot_freed_the_replacement_finds_no_host(cloud: Any) -> None:  # noqa: F811
+    # the fake itself: what Nova does to a replacement created before the server it replaces is deleted
+    m, _ = cloud
+    pair = HeatPair(m, replace=True)
+    pair.pending = {"router_b"}
+    requests.post(f"{HEAT}/stacks/pair/s1/resources/router_b/signal", json={"unset_hook": "pre-update"},
+                  timeout=5)
+    assert pair.events[-1]["resource_status"] == "CREATE_FAILED"
+
+
+def test_on_heat_a_replacement_the_scheduler_refuses_for_a_while_is_sent_again(
+        cloud: Any, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811 (fixture)
+    m, conn = cloud
+    slept: list[float] = []
+    monkeypatch.setattr("nfvcat.core.waiting.time.sleep", lambda s: None)
+    monkeypatch.setattr("nfvcat.cloud.rolling_heat.time.sleep", slept.append)
+    pair = HeatPair(m, replace=True)
+    pair.stale = 2  # the scheduler's view of the freed host is late twice (as seen on the dev cloud)
+    said: list[str] = []
+    status, steps = rolling_heat.apply(conn, Stacks(conn, said.append), Plan("replaced"), Bundle({}, {}, {}), {},
+                                       [], 600, 600, False)
+    assert status == "UPDATE_COMPLETE" and pair.ids == {"router_a": "srv-a2", "router_b": "srv-b2"}
+    assert [(s.member, s.placement) for s in steps] == [("router_b", []), ("router_a", [])]
+    signals = [r.path.rsplit("/", 2)[-2] for r in sent(m, "POST", "/signal$")]
+    assert signals == ["router_b", "router_b", "router_b", "router_a"]
+    assert len(sent(m, "PATCH", "/stacks/pair/s1$")) == 4  # the update, twice again, then without the hooks
+    assert [r.path.rsplit("/", 1)[-1] for r in m.request_history if r.method == "DELETE"] == ["srv-b", "srv-a"]
+    assert sum(1 for s in said if "its replacement found no host" in s) == 2 and slept.count(30.0) == 2

@@ -170,14 +170,17 @@ def unchanged(old: Scope, new: Scope, parents: list[str], server: str,
 # (property, its update policy property, the policy's default, what the policies that take the server down do)
 DISRUPTING = (("image", "image_update_policy", "REBUILD", {"REBUILD": "rebuilt", "REBUILD_PRESERVE_EPHEMERAL":
                                                             "rebuilt", "REPLACE": "replaced"}),
-              ("user_data", "user_data_update_policy", "REPLACE", {"REBUILD": "rebuilt", "REPLACE": "replaced"}),
+              ("user_data", "user_data_update_policy", "REPLACE",
+               {"REBUILD": "refused by Nova: Heat's user_data_update_policy REBUILD hands Nova the user data as the "
+                           "image", "REPLACE": "replaced"}),
               ("flavor", "flavor_update_policy", "RESIZE", {"RESIZE": "resized", "REPLACE": "replaced"}))
 
 
 def disruption(old: Scope, new: Scope, parents: list[str], server: str) -> str | None:
     """How an update the preview calls "updated" takes the server down: "rebuilt (image)" (Nova rebuilds it in
-    place: same id, new disk, a reboot), "resized (flavor)" (a resize: a reboot), "unknown" when its definition
-    cannot be compared, or None (it keeps running)."""
+    place: same id, new disk, a reboot), "resized (flavor)" (a resize: a reboot), "refused by Nova ..." (Heat's
+    REBUILD of new user data calls Nova's rebuild with the user data as the image, in the Heat of constraints.txt),
+    "unknown" when its definition cannot be compared, or None (it keeps running)."""
     a, b = scopes(old, parents), scopes(new, parents)
     if a is None or b is None:
         return "unknown"
@@ -188,7 +191,7 @@ def disruption(old: Scope, new: Scope, parents: list[str], server: str) -> str |
     pa, pb = symbolic(a[-1], hot.props(body_a)), symbolic(b[-1], hot.props(body_b))
     for prop, policy, default, effects in DISRUPTING:
         if pa.get(prop) != pb.get(prop):
-            how = effects.get(str(pb.get(policy) or default))
+            how = effects.get(str(pb.get(policy) or pa.get(policy) or default))  # Heat: the new policy, else the old
             if how:
                 return f"{how} ({prop.replace('_', ' ')})"
     return None

@@ -44,6 +44,7 @@ class Plan:
     changes: dict[str, list[dict[str, str]]] = field(default_factory=dict)  # kind -> resources (preview)
     downtime: list[str] = field(default_factory=list)  # servers the update deletes or replaces
     servers_down: list[str] = field(default_factory=list)  # their server ids (the outage's prediction)
+    how_down: dict[str, str] = field(default_factory=dict)  # server id -> replaced, deleted, rebuilt (...), ...
     state: list[str] = field(default_factory=list)  # what those servers hold, and the entry's way to carry it
     interface: dict[str, list[str]] = field(default_factory=dict)  # added / removed / changed
     breaking: list[str] = field(default_factory=list)
@@ -159,6 +160,7 @@ def plan(stacks: Stacks, root: Path, name: str, target_entry: entries.Entry, b: 
         p.downtime.append(f"{where}{r['name']} (server {server}): {how}")
         if server != "no server":
             p.servers_down.append(server)
+            p.how_down[server] = how
         if not how.startswith("resized"):  # a resize keeps the disk
             p.state += [f"{where}{r['name']} holds {s.get('holds')}; to carry it: {s.get('carry')}"
                         for s in target_entry.state(r["name"], r["parent"])]
@@ -227,7 +229,9 @@ def _server_verdicts(stacks: Stacks, root: Path, entry: str, current: str, b: Bu
     for r in updated:
         parents = _parents(stacks, p, r["parent"])
         how = sc.disruption(before, after, parents, r["name"]) if parents is not None else "unknown"
-        if how:
+        if how and how.startswith("refused"):
+            readdressed.append(f"server {_where(r)}{r['name']}: the update is {how}")
+        elif how:
             down.append((r, how))
     for r in ports:
         parents = _parents(stacks, p, r["parent"])
