@@ -12,6 +12,11 @@ A failover sample: ping from the host to the sink every 10 ms through the VIPs, 
 its data links go down and keepalived is killed, as when its server dies; ``stop``: keepalived stops
 cleanly, announcing priority 0), wait until the backup holds both VIPs and replies come back; the
 outage is the longest gap between two consecutive replies.
+
+A rolling upgrade (``LabMembers``, the pair as the ``Members`` of nfvcat.cloud.rolling): each router's role is
+read from its console (the hook's keepalived notify script writes ``NFVCAT-VRRP state=...`` there), a
+handover stops keepalived cleanly and an upgrade brings the router back as a rebuilt server comes up, from
+its day-0 rendered again.
 """
 
 from __future__ import annotations
@@ -20,13 +25,16 @@ import contextlib
 import itertools
 import os
 import re
+import shutil
 import signal
 import statistics
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from subprocess import Popen
 
+from nfvcat.cloud import rolling
 from nfvcat.day0.render import Day0, render
 from nfvcat_testbeds.lab.chain import Chain, install, run_services
 from nfvcat_testbeds.lab.netns import Lab, Vnf, pids
@@ -59,6 +67,7 @@ class Pair:
     advert: float = 1.0  # s: advert_interval of the rendered day-0
     keepalived: dict[str, Popen[bytes]] = field(default_factory=dict)
     systemctl_calls: dict[str, list[str]] = field(default_factory=dict)
+    started: dict[str, int] = field(default_factory=dict)  # bytes of each router's console at its keepalived's start
 
     def vnf(self, router: str) -> Vnf:
         return self.chain.vnfs[SHORT[router]]
@@ -73,6 +82,15 @@ class Pair:
         out = self.chain.sh(SHORT[router], "ip -o -4 addr show").stdout
         return f"{LEFT_VIP}/32" in out and f"{RIGHT_VIP}/32" in out
 
+    def console_since_start(self, router: str) -> str:
+        """What the router's console got since its keepalived last started (the lab prints no kernel line at a
+        restart, so this stands for the console since the guest's last boot)."""
+        return self.vnf(router).console.read_bytes()[self.started.get(router, 0):].decode(errors="replace")
+
+    def role(self, router: str) -> str | None:
+        """The VRRP role the router's console announced since its last start (``rolling.role``)."""
+        return rolling.role(self.console_since_start(router))
+
     def host_gateway_mac(self) -> str:
         """The MAC address the host has for the left VIP (its gateway)."""
         out = self.chain.sh("h", f"ip neigh show {LEFT_VIP}").stdout
@@ -80,12 +98,16 @@ class Pair:
         return m.group(1) if m else ""
 
     def start_keepalived(self, router: str) -> Popen[bytes]:
-        """keepalived in the router's namespace, from the configuration its day-0 wrote (foreground, VRRP only)."""
+        """keepalived in the router's namespace, from the configuration its day-0 wrote (foreground, VRRP only).
+        Its log goes to its output only (``--no-syslog``): there is no syslog socket here, and with
+        ``--log-console`` glibc's fallback (LOG_CONS) would write each message at the start of the console file,
+        over what the guest wrote there."""
         vnf = self.vnf(router)
         conf = vnf.root / "etc/keepalived/keepalived.conf"
         if not conf.is_file():
             raise RuntimeError(f"{router}: day-0 wrote no {conf}")
-        proc = self.chain.lab.spawn(vnf.wrap(["keepalived", "--dont-fork", "--log-console", "--vrrp",
+        self.started[router] = vnf.console.stat().st_size
+        proc = self.chain.lab.spawn(vnf.wrap(["keepalived", "--dont-fork", "--log-console", "--no-syslog", "--vrrp",
                                               "--use-file", "/etc/keepalived/keepalived.conf"]),
                                     vnf.root / ".keepalived.log")
         self.keepalived[router] = proc
@@ -127,22 +149,65 @@ class Pair:
         """keepalived of the router stops cleanly (SIGTERM: it announces priority 0 and drops the VIPs)."""
         self.chain.lab.stop(self.keepalived.pop(router))
 
-    def restore(self, router: str, timeout: float) -> None:
-        """The router comes back as after a reboot (no VIPs, links up, keepalived again) and, with the higher
-        priority, takes the VIPs back; returns when the other router gave them up and the host's gateway
-        is this router."""
+    def restart(self, router: str) -> None:
+        """The router comes back as after a reboot: no VIPs, links up, no pid file left in /run, keepalived
+        started again; returns once keepalived is started, whatever role it takes."""
         short = SHORT[router]
         self.chain.sh(short, f"ip addr del {LEFT_VIP}/32 dev left; ip addr del {RIGHT_VIP}/32 dev right; "
                              "ip link set left up && ip link set right up", check=False)
         for stale in self.vnf(router).run_dir.glob("*.pid"):  # /run is empty after a reboot
             stale.unlink()
         self.start_keepalived(router)
+
+    def restore(self, router: str, timeout: float) -> None:
+        """The router comes back as after a reboot (``restart``) and, with the higher priority, takes the VIPs
+        back; returns when the other router gave them up and the host's gateway is this router."""
+        self.restart(router)
         others = [r for r in SHORT if r != router]
         self.wait(f"{router} master again", lambda: self.holds_vips(router)
                   and not any(self.holds_vips(r) for r in others), timeout)
         self.wait("traffic through the VIPs", self.reaches_sink, timeout)
         self.wait(f"the host's gateway is {router}", lambda: self.host_gateway_mac() == self.mac(router, "left"),
                   timeout)
+
+
+def apply_day0(pair: Pair, router: str) -> None:
+    """The router's rendered day-0 applied as cloud-init applies it at a first boot: its files written, its sysctl
+    files and network data applied, its setup service run (vrouter-setup writes keepalived.conf; its systemctl
+    calls are recorded in ``pair.systemctl_calls``, keepalived is started by the caller)."""
+    short = SHORT[router]
+    vnf = pair.vnf(router)
+    vnf.prepare()
+    # systemd of the namespace: vrouter-setup's systemctl calls are recorded
+    calls = vnf.root / ".systemctl.calls"
+    calls.write_text("")
+    shim = vnf.shim / "systemctl"
+    shim.write_text("#!/bin/sh\n# nfvcat day-0 tier: the test starts the daemons\n"
+                    f"echo \"$*\" >> {calls}\n")
+    shim.chmod(0o755)
+    install(pair.chain, short)
+    run_services(pair.chain, short)
+    pair.systemctl_calls[router] = calls.read_text().splitlines()
+
+
+def rebuild(pair: Pair, router: str) -> None:
+    """The router's server rebuilt with the day-0 rendered again (the new version's): Nova powers the guest off
+    cleanly (keepalived stops as in ``Pair.stop``, if it still runs) and boots it again with the same ports (MAC
+    and IP addresses); its data links are down meanwhile, it comes back without addresses, VIPs or anything in
+    /run, cloud-init applies the day-0 and keepalived starts. Returns once keepalived is started."""
+    short = SHORT[router]
+    if router in pair.keepalived:
+        pair.stop(router)
+    pair.chain.sh(short, "ip link set left down && ip link set right down && "
+                         "ip addr flush dev left && ip addr flush dev right")
+    run_dir = pair.vnf(router).run_dir
+    for item in list(run_dir.iterdir()):
+        shutil.rmtree(item) if item.is_dir() and not item.is_symlink() else item.unlink()
+    ports = {f"{p.name}.mac_address": p.mac for p in pair.day0(router).ports}
+    pair.chain.day0[short] = render("vrouter-ha-pair", parameters={**pair_parameters(pair.advert), **ports},
+                                    server=router)
+    apply_day0(pair, router)
+    pair.restart(router)
 
 
 def build(lab: Lab, workdir: Path, advert_interval: float, suffix: str = "") -> Pair:
@@ -167,17 +232,8 @@ def build(lab: Lab, workdir: Path, advert_interval: float, suffix: str = "") -> 
                       f"for i in {who}-ra {who}-rb; do ip link set $i master br0; done && "
                       f"ip addr add {address}/24 dev br0 && ip route add default via {gateway}")
     t1 = time.monotonic()
-    for router, short in SHORT.items():
-        vnf = chain.vnfs[short]
-        vnf.prepare()
-        # systemd of the namespace: vrouter-setup's systemctl calls are recorded, keepalived started below
-        shim = vnf.shim / "systemctl"
-        shim.write_text("#!/bin/sh\n# nfvcat day-0 tier: the test starts the daemons\n"
-                        f"echo \"$*\" >> {vnf.root / '.systemctl.calls'}\n")
-        shim.chmod(0o755)
-        install(chain, short)
-        run_services(chain, short)
-        pair.systemctl_calls[router] = (vnf.root / ".systemctl.calls").read_text().splitlines()
+    for router in SHORT:
+        apply_day0(pair, router)
     chain.timings["vrouter setup"] = time.monotonic() - t1
     t2 = time.monotonic()
     for router in SHORT:
@@ -204,32 +260,91 @@ def reply_times(log: str) -> list[tuple[int, float]]:
     return out
 
 
-def failover(pair: Pair, mode: str, log: Path, timeout: float) -> Sample:
-    """One failover of router A to router B with traffic through the VIPs; router A is restored after."""
+@contextlib.contextmanager
+def probes(pair: Pair, log: Path) -> Iterator[Path]:
+    """Pings from the host to the sink through the VIPs every PROBE_INTERVAL (``ping -D`` into ``log``) while the
+    block runs; stopped after it."""
     chain = pair.chain
     log.write_text("")
     ping = chain.lab.spawn(["ip", "netns", "exec", chain.ns["h"], "ping", "-D", "-n", "-i", str(PROBE_INTERVAL),
                             SINK], log)
     try:
-        time.sleep(1.0)
-        t0 = time.monotonic()
-        pair.crash("router_a") if mode == "crash" else pair.stop("router_a")
-        takeover = pair.wait("router B takes the VIPs", lambda: pair.holds_vips("router_b"), timeout)
-        pair.wait("replies through router B", lambda: len(reply_times(log.read_text())) > 0
-                  and reply_times(log.read_text())[-1][1] > time.time() - 0.2
-                  and time.monotonic() - t0 > takeover + 0.5, timeout)
-        if pair.host_gateway_mac() != pair.mac("router_b", "left"):
-            raise RuntimeError(f"the host's gateway MAC is {pair.host_gateway_mac()}, not router B's "
-                               f"{pair.mac('router_b', 'left')}")
+        yield log
     finally:
         chain.lab.stop(ping)
+
+
+def replies_flow(log: Path) -> bool:
+    """The last reply in the ping log came less than 0.2 s ago."""
+    replies = reply_times(log.read_text())
+    return bool(replies) and replies[-1][1] > time.time() - 0.2
+
+
+def gap_and_lost(log: Path) -> tuple[float, int]:
+    """The longest gap between two consecutive replies (s) and the probes without a reply, between the first
+    reply of the ping log and its last."""
     replies = reply_times(log.read_text())
     if len(replies) < 2:
         raise RuntimeError(f"ping got {len(replies)} replies:\n{log.read_text()[-800:]}")
     gaps = [b[1] - a[1] for a, b in itertools.pairwise(replies)]
-    lost = replies[-1][0] - replies[0][0] + 1 - len(replies)
+    return max(gaps), replies[-1][0] - replies[0][0] + 1 - len(replies)
+
+
+def failover(pair: Pair, mode: str, log: Path, timeout: float) -> Sample:
+    """One failover of router A to router B with traffic through the VIPs; router A is restored after."""
+    with probes(pair, log):
+        time.sleep(1.0)
+        t0 = time.monotonic()
+        pair.crash("router_a") if mode == "crash" else pair.stop("router_a")
+        takeover = pair.wait("router B takes the VIPs", lambda: pair.holds_vips("router_b"), timeout)
+        pair.wait("replies through router B", lambda: replies_flow(log) and time.monotonic() - t0 > takeover + 0.5,
+                  timeout)
+        if pair.host_gateway_mac() != pair.mac("router_b", "left"):
+            raise RuntimeError(f"the host's gateway MAC is {pair.host_gateway_mac()}, not router B's "
+                               f"{pair.mac('router_b', 'left')}")
+    outage, lost = gap_and_lost(log)
     pair.restore("router_a", timeout)
-    return Sample(mode, max(gaps), lost, takeover)
+    return Sample(mode, outage, lost, takeover)
+
+
+class LabMembers:
+    """The pair as the ``Members`` of a rolling upgrade (nfvcat.cloud.rolling), router A and router B:
+
+    - ``roles``: each router's console since its keepalived last started, read by ``rolling.role`` (the lab
+      prints no kernel line at a restart, so ``Pair.started`` marks where the console of the running guest begins);
+    - ``handover``: ``Pair.stop``, keepalived's SIGTERM, as the clean shutdown of the server by Nova: keepalived
+      announces priority 0 and the other router takes over at once;
+    - ``upgrade``: ``rebuild``, the router back with its day-0 rendered again; it returns once keepalived is
+      started, without waiting for a role (router A, the higher priority, takes the master role back by itself);
+    - ``rejoined``: a role announced on the router's console since its upgrade;
+    - ``placement``: always holds (``[]``): the lab has no compute hosts and no server group to check.
+
+    ``events`` records each handover and upgrade in order, with the roles read just before it.
+    """
+
+    def __init__(self, pair: Pair) -> None:
+        self.pair = pair
+        self.names = list(SHORT)
+        self.upgraded: set[str] = set()
+        self.events: list[tuple[str, str, dict[str, str | None]]] = []  # (handover|upgrade, router, roles)
+
+    def roles(self) -> dict[str, str | None]:
+        return {r: self.pair.role(r) for r in self.names}
+
+    def handover(self, name: str) -> None:
+        self.events.append(("handover", name, self.roles()))
+        self.pair.stop(name)
+
+    def upgrade(self, name: str) -> None:
+        self.events.append(("upgrade", name, self.roles()))
+        rebuild(self.pair, name)
+        self.upgraded.add(name)
+
+    def rejoined(self, name: str) -> bool:
+        return name in self.upgraded and self.pair.role(name) is not None
+
+    def placement(self) -> list[str]:
+        return []
 
 
 def summary(samples: list[Sample]) -> dict[str, dict[str, float]]:
