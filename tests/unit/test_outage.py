@@ -4,16 +4,20 @@ and `nfvcat upgrade --traffic-command` reporting the outage."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from openstack.exceptions import ResourceNotFound
 
 from nfvcat import cli
 from nfvcat.cloud import flows, outage
 from nfvcat.cloud.outage import FlowRecord, Prediction
+from nfvcat.commands import options
 from nfvcat.core.errors import EXIT_FINDINGS, EXIT_USAGE, UserError
 from tests.unit.cloudfake import HEAT
 from tests.unit.test_day2 import DemoStack, heat, no_sleep, repo  # noqa: F401 (fixtures)
@@ -201,8 +205,6 @@ def test_a_command_is_a_flow_its_records_read_as_it_runs(tmp_path: Path) -> None
     assert isinstance(flow, flows.CommandFlow)
     flow.start()
     try:
-        import time
-
         time.sleep(0.5)
         running = flow.record()
         assert running.sent is None and running.rate_pps == 200 and 10 not in running.arrivals
@@ -303,3 +305,19 @@ def test_heal_via_tacker_under_traffic_reports_the_outage_of_the_healed_vnfc(
     assert doc["vnf"]["healed"]["new_server"] == "srv-1-healed"
     assert doc["outage"]["operation"] == "heal vr1 VDU_VROUTER-srv-1" and doc["outage"]["lost"] == 0
     assert doc["outage"]["prediction"]["predicted_down"] == ["srv-1"] and doc["outage"]["prediction"]["held"]
+
+
+def test_the_operations_own_error_is_never_reported_as_the_flows(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    # an openstacksdk error is an OSError (requests' exceptions are): it once came out as "traffic flow through ..."
+    def gone() -> None:
+        raise ResourceNotFound("No Server found for srv-1")
+
+    args = argparse.Namespace(traffic=None, traffic_command=None, traffic_rate=200.0, recover_timeout=60.0,
+                              format="json")
+    with pytest.raises(ResourceNotFound, match="No Server found for srv-1"):
+        options.measured(args, None, "demo", "op", gone, None)
+    monkeypatch.setattr(outage, "stack_servers", lambda conn, stack: {})
+    args.traffic_command = flow_command(tmp_path, 10 ** 9, 10 ** 9)  # a flow that loses nothing
+    with pytest.raises(ResourceNotFound, match="No Server found for srv-1"):
+        options.measured(args, None, "demo", "op", gone, None)

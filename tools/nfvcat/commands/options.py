@@ -260,13 +260,27 @@ def measured(args: argparse.Namespace, conn: Any, stack: str, label: str, operat
     say = progress(args)
     from nfvcat.core.errors import EXIT_ENGINE, UserError
 
+    failed: list[BaseException] = []  # the operation's own error: never taken for the flow's
+
+    def run() -> Any:
+        try:
+            return operation()
+        except BaseException as exc:
+            failed.append(exc)
+            raise
+
     try:
         flow = flows.open_flow(args.traffic, args.traffic_command, conn, stack, rate, say)
-        if flow is None:
-            return operation(), None
-        found = outage.measure(flow, label, operation, lambda: outage.stack_servers(conn, stack), predicted, say,
-                               recover_s=args.recover_timeout, need_baseline=need_baseline)
     except (RuntimeError, OSError) as exc:  # the flow's endpoints or processes (a plugin's)
+        raise UserError(f"traffic flow through {stack}: {exc}", EXIT_ENGINE) from None
+    if flow is None:
+        return operation(), None
+    try:
+        found = outage.measure(flow, label, run, lambda: outage.stack_servers(conn, stack), predicted, say,
+                               recover_s=args.recover_timeout, need_baseline=need_baseline)
+    except (RuntimeError, OSError) as exc:
+        if failed and exc is failed[0]:
+            raise
         raise UserError(f"traffic flow through {stack}: {exc}", EXIT_ENGINE) from None
     return found.result, found
 
