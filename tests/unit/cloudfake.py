@@ -57,6 +57,16 @@ def cloud() -> Iterator[tuple[requests_mock.Mocker, Any]]:
         yield m, connection()
 
 
+@pytest.fixture
+def cli_cloud(monkeypatch: pytest.MonkeyPatch) -> Iterator[requests_mock.Mocker]:
+    """The fake, as the connection every command opens (nfvcat.cloud.connect.connect)."""
+    with requests_mock.Mocker() as m:
+        _discovery(m)
+        conn = connection()
+        monkeypatch.setattr("nfvcat.cloud.connect.connect", lambda name, *deadlines: conn)
+        yield m
+
+
 def sent(m: requests_mock.Mocker, method: str, pattern: str) -> list[Any]:
     """The requests of ``method`` whose URL matches ``pattern`` (discovery excluded), in order."""
     return [r for r in m.request_history if r.method == method and re.search(pattern, r.url)]

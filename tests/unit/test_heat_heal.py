@@ -12,7 +12,7 @@ import requests_mock
 
 from nfvcat import cli
 from nfvcat.core.errors import EXIT_FINDINGS
-from tests.unit.cloudfake import HEAT, _discovery, connection, sent
+from tests.unit.cloudfake import HEAT, cli_cloud, sent  # noqa: F401 (fixture)
 
 
 class HealStack:
@@ -48,13 +48,9 @@ class HealStack:
 
 
 @pytest.fixture
-def heat(monkeypatch: pytest.MonkeyPatch) -> Any:
-    with requests_mock.Mocker() as m:
-        _discovery(m)
-        conn = connection()
-        monkeypatch.setattr("nfvcat.cloud.connect.connect", lambda name, *deadlines: conn)
-        monkeypatch.setattr("nfvcat.cloud.upgrade.time.sleep", lambda s: None)
-        yield m
+def heat(cli_cloud: Any, monkeypatch: pytest.MonkeyPatch) -> Any:  # noqa: F811 (fixture)
+    monkeypatch.setattr("nfvcat.cloud.upgrade.time.sleep", lambda s: None)
+    return cli_cloud
 
 
 def test_heal_marks_the_vnfs_server_unhealthy_in_its_nested_stack_then_updates_the_stack(heat: Any,

@@ -6,7 +6,6 @@ OpenStack faked at the HTTP level (tests/unit/cloudfake.py)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -16,11 +15,10 @@ from nfvcat import cli
 from nfvcat.catalog import entries
 from nfvcat.cloud import deployed, image_provenance, tacker_lcm
 from tests.conftest import ROOT
-from tests.unit.cloudfake import (
+from tests.unit.cloudfake import (  # noqa: F401 (cli_cloud: a fixture)
     HEAT,
     NOVA,
-    _discovery,
-    connection,
+    cli_cloud,
     glance_images,
     instantiated_via_tacker,
     provenance_image,
@@ -49,23 +47,20 @@ def _resources(*servers: str, nested: str = "") -> dict[str, Any]:
 
 
 @pytest.fixture
-def heat(monkeypatch: pytest.MonkeyPatch) -> Iterator[requests_mock.Mocker]:
-    with requests_mock.Mocker() as m:
-        _discovery(m)
-        conn = connection()
-        monkeypatch.setattr("nfvcat.cloud.connect.connect", lambda name, *timeouts: conn)
-        m.get(f"{HEAT}/stacks", json={"stacks": [
-            {"id": "s1", "stack_name": "pair", "stack_status": "CREATE_COMPLETE", "tags": ["nfvcat:demo@1.0.0"]},
-            {"id": "s2", "stack_name": "gw", "stack_status": "CREATE_COMPLETE", "tags": ["nfvcat:demo@1.0.0"]},
-            {"id": "s3", "stack_name": "odd", "stack_status": "CREATE_COMPLETE", "tags": ["nfvcat:demo@1.0.0"]},
-            {"id": "s4", "stack_name": "gone", "stack_status": "DELETE_IN_PROGRESS",
-             "tags": ["nfvcat:demo@1.0.0"]}]})
-        m.get(f"{HEAT}/stacks/pair/s1/resources?nested_depth=5", json=_resources("srv-a", "srv-b", nested="vnf"))
-        m.get(f"{HEAT}/stacks/gw/s2/resources?nested_depth=5", json=_resources("srv-c"))
-        m.get(f"{HEAT}/stacks/odd/s3/resources?nested_depth=5", json=_resources("srv-d", "srv-e", "srv-f"))
-        m.get(f"{HEAT}/stacks/gone/s4/resources?nested_depth=5", status_code=404, json={})
-        _nova(m)
-        yield m
+def heat(cli_cloud: requests_mock.Mocker) -> requests_mock.Mocker:  # noqa: F811 (fixture)
+    m = cli_cloud
+    m.get(f"{HEAT}/stacks", json={"stacks": [
+        {"id": "s1", "stack_name": "pair", "stack_status": "CREATE_COMPLETE", "tags": ["nfvcat:demo@1.0.0"]},
+        {"id": "s2", "stack_name": "gw", "stack_status": "CREATE_COMPLETE", "tags": ["nfvcat:demo@1.0.0"]},
+        {"id": "s3", "stack_name": "odd", "stack_status": "CREATE_COMPLETE", "tags": ["nfvcat:demo@1.0.0"]},
+        {"id": "s4", "stack_name": "gone", "stack_status": "DELETE_IN_PROGRESS",
+         "tags": ["nfvcat:demo@1.0.0"]}]})
+    m.get(f"{HEAT}/stacks/pair/s1/resources?nested_depth=5", json=_resources("srv-a", "srv-b", nested="vnf"))
+    m.get(f"{HEAT}/stacks/gw/s2/resources?nested_depth=5", json=_resources("srv-c"))
+    m.get(f"{HEAT}/stacks/odd/s3/resources?nested_depth=5", json=_resources("srv-d", "srv-e", "srv-f"))
+    m.get(f"{HEAT}/stacks/gone/s4/resources?nested_depth=5", status_code=404, json={})
+    _nova(m)
+    return m
 
 
 def test_list_names_each_stacks_images_catalog_rebuild_or_unknown(heat: requests_mock.Mocker, capsys: Any) -> None:
