@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import sys
 from typing import Any
 
 import pytest
@@ -59,3 +60,63 @@ def test_ha_pair_on_two_hosts(conn: Any) -> None:
     assert conn.orchestration.find_stack(STACK) is None
     assert leftovers(conn) == {"server groups": [], "security groups": [], "ports": [], "servers": []}
     assert counts(conn) == before
+
+
+def test_a_rolling_upgrade_takes_one_member_at_a_time_and_keeps_anti_affinity(conn: Any) -> None:
+    """The pair at its last release, on the dev cloud's two simulated hosts (no guest runs there: no console shows
+    a VRRP role), upgraded with --rolling to the working tree's version, whose new day-0 (hooks/vrouter 2.3.0)
+    replaces both servers: refused while the roles are unknown, then with --accept-unknown-roles one member at a
+    time through Heat's pre-update hooks, each member's server deleted before Heat creates its replacement (with
+    anti-affinity on two hosts a replacement created first finds no host), anti-affinity checked after each
+    step, and no hook left in the stack's environment."""
+    from tests.integration.test_day2 import versions_of
+
+    assert nfvcat("terminate", STACK).returncode == 0
+    old = versions_of(STACK)[-1]
+    res = nfvcat("instantiate", f"{STACK}@{old}", "-e", "sriov", "--no-check", "--ready-timeout", "0")
+    try:
+        assert res.returncode == 0, res.stderr[-3000:]
+        stack = conn.orchestration.find_stack(STACK)
+        before = {s.name: (s.id, s.compute_host) for s in conn.compute.servers(all_projects=True)
+                  if s.name in (f"{NAME}-a", f"{NAME}-b")}
+        assert len({host for _, host in before.values()}) == 2, before
+
+        refused = nfvcat("upgrade", STACK, "--to", STACK, "--rolling", "--yes")
+        assert refused.returncode != 0 and "the VRRP role of router_a, router_b is unknown" in refused.stderr, \
+            refused.stderr
+        assert conn.orchestration.get_stack(stack.id).status == "CREATE_COMPLETE"  # nothing sent
+
+        res = nfvcat("upgrade", STACK, "--to", STACK, "--rolling", "--accept-unknown-roles", "--yes", "--format",
+                     "json", "--host-access", "devcloud", timeout=1800)
+        assert res.returncode == 0, res.stderr[-3000:]
+        report = json.loads(res.stdout)
+        downtime = report["plan"]["downtime"]
+        assert sorted(d.split("(server ")[1].split(")")[0] for d in downtime) == \
+            sorted(sid for sid, _ in before.values()) and all(d.endswith(": replaced") for d in downtime), downtime
+        steps = report["rolling"]
+        assert sorted(s["member"] for s in steps) == ["router_a", "router_b"]
+        assert all(s["placement"] == "holds" for s in steps), steps
+        assert report["check"]["ok"], report["check"]
+
+        # Heat let the second member go only after the first one's replacement was complete
+        listed = conn.orchestration.get(f"/stacks/{STACK}/{stack.id}/events?sort_dir=asc&limit=1000").json()
+        events = [(e["resource_name"], e["resource_status"], e.get("resource_status_reason") or "")
+                  for e in listed["events"] if e["resource_name"] in ("router_a", "router_b")]
+        no_host = [e for e in events if e[1] == "CREATE_FAILED" and "No valid host" in e[2]]
+        sys.stderr.write(f"[rolling] replacements the scheduler refused, then sent again: {len(no_host)}\n")
+        first, second = steps[0]["member"], steps[1]["member"]
+        paused = [i for i, e in enumerate(events) if "paused until Hook pre-update" in e[2]]
+        done = next(i for i, e in enumerate(events) if i > paused[0] and e[:2] == (first, "CREATE_COMPLETE"))
+        moved = next(i for i, e in enumerate(events) if i > max(paused) and e[0] == second
+                     and e[1].endswith("IN_PROGRESS"))
+        assert done < moved, events
+        after = {s.name: (s.id, s.compute_host) for s in conn.compute.servers(all_projects=True)
+                 if s.name in (f"{NAME}-a", f"{NAME}-b")}
+        assert {n: h for n, (_, h) in after.items()} == {n: h for n, (_, h) in before.items()}  # each on its host
+        assert not {i for i, _ in after.values()} & {i for i, _ in before.values()}  # both replaced
+        env = conn.orchestration.get(f"/stacks/{STACK}/{stack.id}/environment").json()
+        assert not any((r or {}).get("hooks") for r in (env.get("resource_registry") or {}).get("resources", {})
+                       .values()), env
+    finally:
+        out = nfvcat("terminate", STACK, "--format", "json")
+    assert out.returncode == 0 and json.loads(out.stdout)["left_behind"] == [], out.stderr
