@@ -3,7 +3,6 @@ and stopped at the end whatever happens (success, failure, Ctrl-C)."""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -110,23 +109,3 @@ def has_service(conn: Any, *types: str) -> bool:
         except exceptions.EndpointNotFound:
             continue
     return False
-
-
-CHAIN_ENV = "tools/testbeds/nfvcat_testbeds/devcloud/environments/chain-vrouter.env.yaml"
-
-
-@pytest.fixture(scope="session")
-def day2_chain(onboarded: list[str], conn: Any) -> Iterator[str]:
-    """chain-vrouter 1.0.0 on the dev cloud's real host (the onboarded vRouter image), shared by the day-2 tests
-    in their order: test_outage upgrades it (1.1.0, then 1.1.1), then test_watch breaks and heals it. One boot
-    of a TCG guest instead of one per test. Terminated at the end with nothing left behind."""
-    t0 = time.monotonic()
-    res = nfvcat("instantiate", "chain-vrouter@1.0.0", "--stack", "day2-vrouter", "-e", CHAIN_ENV, "-P",
-                 f"image={glance_name('vrouter')}", "--no-check", timeout=1800)
-    sys.stderr.write(f"[day2] instantiate chain-vrouter@1.0.0: {time.monotonic() - t0:.0f} s\n")
-    try:
-        assert res.returncode == 0, res.stderr[-3000:]
-        yield "day2-vrouter"
-    finally:
-        out = nfvcat("terminate", "day2-vrouter", "--format", "json")
-    assert out.returncode == 0 and json.loads(out.stdout)["left_behind"] == [], out.stderr

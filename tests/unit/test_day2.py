@@ -246,7 +246,8 @@ def test_upgrade_puts_the_targets_images_on_the_cloud_before_heats_preview(
     image.write_bytes(b"qcow")
     calls: list[tuple[str, Any, Any, int]] = []
 
-    def ensure(conn: Any, root: Path, meta: Any, image_dir: Any, overrides: Any, say: Any) -> list[Any]:
+    def ensure(conn: Any, root: Path, meta: Any, image_dir: Any, overrides: Any, say: Any,
+               skip: Any = None) -> list[Any]:
         calls.append((meta["version"], image_dir, overrides, len(sent(heat, "PATCH", r"/preview"))))
         return []
 

@@ -14,6 +14,8 @@ import pytest
 
 from nfvcat import cli
 from nfvcat.catalog import releases
+from nfvcat.cloud import release_images
+from nfvcat.cloud.stacks import bundle
 from tests.conftest import ROOT
 from tests.unit.cloudfake import GLANCE, HEAT, connection, sent
 
@@ -205,3 +207,32 @@ def test_instantiate_via_tacker_of_a_release_refuses_another_file_and_calls_no_t
     assert "not uploaded" in capsys.readouterr().err
     assert [r for r in tacker.request_history if r.hostname == "tacker.test"] == []
     assert sent(tacker, "POST", r"/v2/images$") == []
+
+
+# ---- the images a deployment's parameters leave unused ----------------------------------------------------------
+
+def _catalog_bundle(entry: str) -> Any:
+    return bundle(next((ROOT / "templates" / "heat" / entry).glob(f"{entry}.yaml")), [])
+
+
+@pytest.mark.parametrize("entry", ["chain-vrouter", "vrouter-ha-pair"])
+def test_an_image_whose_parameter_the_deployment_gives_another_value_is_not_needed(entry: str) -> None:
+    # chain-vrouter's vRouter is a nested template with its own default, which the chain always passes
+    b = _catalog_bundle(entry)
+    name = str(b.template["parameters"]["image"]["default"])
+    assert release_images.unused(b, {"image": "site-image"}, [name]) == {
+        name: "not needed: the stack gives image another value"}
+    assert release_images.unused(b, {}, [name]) == {}  # the default boots
+    assert release_images.unused(b, {"image": name}, [name]) == {}  # given, but that image
+
+
+def test_an_image_named_anywhere_but_an_overridden_default_is_needed() -> None:
+    b = _catalog_bundle("chain-vrouter")
+    name = str(b.template["parameters"]["image"]["default"])
+    nested = next(k for k in b.files if k.endswith("vrouter.yaml"))
+    chain = next(r for r in b.template["resources"].values() if r.get("type") == nested)
+    del chain["properties"]["image"]  # the nested template's own default would boot
+    assert release_images.unused(b, {"image": "site-image"}, [name]) == {}
+    b = _catalog_bundle("chain-vrouter")
+    b.template.setdefault("outputs", {})["pinned"] = {"value": name}  # named outside any parameter
+    assert release_images.unused(b, {"image": "site-image"}, [name]) == {}

@@ -25,7 +25,8 @@ def operation(cloud: CloudRun, spec: Day2Spec) -> tuple[str, Any, set[str] | Non
         root = catalog.require_root()
         plan, b, params, clear = upgrade.prepare(  # the target's images as `nfvcat upgrade` puts them on the cloud
             stacks, root, stack, spec.to, envs, dict(spec.parameters), {},
-            images=lambda meta: release_images.ensure(conn, root, meta, cloud.general.image_dir, {}, cloud.say))
+            images=lambda meta, skip: release_images.ensure(conn, root, meta, cloud.general.image_dir, {}, cloud.say,
+                                                            skip=skip))
         why = upgrade.refusal(plan)
         if why:
             raise StepFailed(why)

@@ -37,15 +37,61 @@ def _present(conn: Any, name: str, lock_sha: str) -> dict[str, Any] | None:
     return None
 
 
+def unused(b: Any, given: dict[str, Any], names: list[str]) -> dict[str, str]:
+    """Glance name -> why, of the ``names`` that no resource of bundle ``b`` can boot when the deployment gives
+    the parameters ``given``: a name that is only the default of top-level parameters given another value, and
+    of nested templates' parameters that every resource nesting them passes. A name found anywhere else (a
+    resource, an output, another file) is needed."""
+    import yaml
+
+    docs = [("", b.template)]
+    for key, text in b.files.items():
+        try:
+            data = yaml.safe_load(text) if isinstance(text, str) else None
+        except yaml.YAMLError:
+            continue
+        if isinstance(data, dict) and "heat_template_version" in data:
+            docs.append((key, data))
+    passed: dict[str, set[str]] = {}  # nested template file -> the properties every resource nesting it passes
+    for _, data in docs:
+        for res in (data.get("resources") or {}).values():
+            if isinstance(res, dict) and isinstance(res.get("type"), str) and res["type"] in b.files:
+                props = set((res.get("properties") or {}) if isinstance(res.get("properties"), dict) else {})
+                passed[res["type"]] = passed[res["type"]] & props if res["type"] in passed else props
+    out = {}
+    for name in names:
+        overridden, elsewhere = [], False
+        for key, data in docs:
+            params = data.get("parameters") if isinstance(data.get("parameters"), dict) else {}
+            for pname, spec in params.items():
+                if isinstance(spec, dict) and spec.get("default") == name:
+                    gone = (given.get(pname) not in (None, name)) if not key else pname in passed.get(key, set())
+                    if gone:
+                        overridden.append(pname)
+                    elsewhere = elsewhere or not gone
+            rest = {k: v for k, v in data.items() if k != "parameters"}
+            elsewhere = elsewhere or name in yaml.safe_dump(rest)
+        elsewhere = elsewhere or any(name in t for k, t in b.files.items() if isinstance(t, str)
+                                     and k not in dict(docs))
+        if overridden and not elsewhere:
+            out[name] = f"not needed: the stack gives {', '.join(sorted(set(overridden)))} another value"
+    return out
+
+
 def ensure(conn: Any, root: Path, meta: dict[str, Any] | None, image_dir: Path | None,
-           overrides: dict[str, Path], say: Any, dry_run: bool = False) -> list[Needed]:
-    """Every image ``meta`` (a released entry's entry.yaml) references, on the cloud (see the module doc)."""
+           overrides: dict[str, Path], say: Any, dry_run: bool = False,
+           skip: dict[str, str] | None = None) -> list[Needed]:
+    """Every image ``meta`` (a released entry's entry.yaml) references, on the cloud (see the module doc), but
+    those ``skip`` names (Glance name -> why: ``unused``)."""
     from nfvcat.catalog import history
     from nfvcat.packaging.images import refs
 
     out = []
     for ref in (meta or {}).get("images") or []:
         if not isinstance(ref, dict) or not ref.get("image") or not ref.get("name"):
+            continue
+        if str(ref["name"]) in (skip or {}):
+            say(f"image {ref['name']}: {(skip or {})[str(ref['name'])]}")
             continue
         image, version = str(ref["image"]), str(ref.get("version"))
         tree = history.checkout(root, image, "image", version)

@@ -414,13 +414,16 @@ def apply(stacks: Stacks, p: Plan, b: Bundle, params: dict[str, Any], clear: lis
 
 
 def prepare(stacks: Stacks, root: Path, name: str, to: str | None, environments: list[str],
-            given: dict[str, Any], maps: dict[str, str], *, images: Callable[[dict[str, Any]], Any]
+            given: dict[str, Any], maps: dict[str, str], *,
+            images: Callable[[dict[str, Any], dict[str, str]], Any]
             ) -> tuple[Plan, Bundle, dict[str, Any], list[str]]:
     """The upgrade of stack ``name`` to ``to`` (``upgrade --to``: a VERSION or the entry as every command names
     one, ``history.target_version``; None: the newest the catalog offers), with ``environments`` (files or the
     target entry's example names), ``-P`` values and ``--map``s: the plan, the bundle, and the parameters the update
     sends and clears. ``images`` is given the target's entry.yaml before Heat's preview, which validates the images
-    the templates name: it puts them on the cloud (``nfvcat.cloud.release_images.ensure``)."""
+    the templates name: it puts them on the cloud (``nfvcat.cloud.release_images.ensure``), but the ones the
+    stack's parameters leave unused (the second argument: ``release_images.unused``)."""
+    from nfvcat.cloud import release_images
     from nfvcat.cloud.stacks import bundle
 
     full, entry_name, _ = deployed_stack(stacks, name)
@@ -428,7 +431,11 @@ def prepare(stacks: Stacks, root: Path, name: str, to: str | None, environments:
     if version is None:
         raise UserError(f"{entry_name}: the catalog offers no version of it")
     target = history.resolve(root, f"{entry_name}@{version}", "heat")
-    images(target.meta)
     b = bundle(target.template, target.environments(environments))
     params, clear = mapped_parameters(full, maps, given, b.template.get("parameters") or {})
+    env = call(stacks.api, "GET", f"/stacks/{name}/{full['id']}/environment", f"stack environment {name}")
+    kept = {k: v for k, v in ((env or {}).get("parameters") or {}).items() if k not in clear}
+    images(target.meta, release_images.unused(b, {**kept, **(b.environment.get("parameters") or {}), **params},
+                                              [str(i.get("name")) for i in target.meta.get("images") or []
+                                               if isinstance(i, dict)]))
     return plan(stacks, root, name, target, b, params, clear, maps), b, params, clear

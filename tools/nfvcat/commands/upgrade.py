@@ -93,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
         image_dir, overrides = options.image_overrides(args)
         plan, b, params, clear = upgrade.prepare(
             stacks, root, args.stack, args.to, args.environment, dict(args.parameter), maps,
-            images=lambda meta: release_images.ensure(conn, root, meta, image_dir, overrides, say))
+            images=lambda meta, skip: release_images.ensure(conn, root, meta, image_dir, overrides, say, skip=skip))
         why = upgrade.refusal(plan, args.accept_loss)
         if args.format == "text":
             print(text(plan))
