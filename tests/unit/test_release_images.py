@@ -220,10 +220,10 @@ def test_an_image_whose_parameter_the_deployment_gives_another_value_is_not_need
     # chain-vrouter's vRouter is a nested template with its own default, which the chain always passes
     b = _catalog_bundle(entry)
     name = str(b.template["parameters"]["image"]["default"])
-    assert release_images.unused(b, {"image": "site-image"}, [name]) == {
+    assert release_images.unused(b, {"image": "site-image"}, {"images": [{"name": name}]}) == {
         name: "not needed: the stack gives image another value"}
-    assert release_images.unused(b, {}, [name]) == {}  # the default boots
-    assert release_images.unused(b, {"image": name}, [name]) == {}  # given, but that image
+    assert release_images.unused(b, {}, {"images": [{"name": name}]}) == {}  # the default boots
+    assert release_images.unused(b, {"image": name}, {"images": [{"name": name}]}) == {}  # given, but that image
 
 
 def test_an_image_named_anywhere_but_an_overridden_default_is_needed() -> None:
@@ -232,7 +232,7 @@ def test_an_image_named_anywhere_but_an_overridden_default_is_needed() -> None:
     nested = next(k for k in b.files if k.endswith("vrouter.yaml"))
     chain = next(r for r in b.template["resources"].values() if r.get("type") == nested)
     del chain["properties"]["image"]  # the nested template's own default would boot
-    assert release_images.unused(b, {"image": "site-image"}, [name]) == {}
+    assert release_images.unused(b, {"image": "site-image"}, {"images": [{"name": name}]}) == {}
     b = _catalog_bundle("chain-vrouter")
     b.template.setdefault("outputs", {})["pinned"] = {"value": name}  # named outside any parameter
-    assert release_images.unused(b, {"image": "site-image"}, [name]) == {}
+    assert release_images.unused(b, {"image": "site-image"}, {"images": [{"name": name}]}) == {}

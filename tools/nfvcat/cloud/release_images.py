@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from nfvcat.cloud import onboarding
 from nfvcat.cloud.connect import call
 
@@ -37,21 +39,13 @@ def _present(conn: Any, name: str, lock_sha: str) -> dict[str, Any] | None:
     return None
 
 
-def unused(b: Any, given: dict[str, Any], names: list[str]) -> dict[str, str]:
-    """Glance name -> why, of the ``names`` that no resource of bundle ``b`` can boot when the deployment gives
-    the parameters ``given``: a name that is only the default of top-level parameters given another value, and
-    of nested templates' parameters that every resource nesting them passes. A name found anywhere else (a
-    resource, an output, another file) is needed."""
-    import yaml
-
-    docs = [("", b.template)]
-    for key, text in b.files.items():
-        try:
-            data = yaml.safe_load(text) if isinstance(text, str) else None
-        except yaml.YAMLError:
-            continue
-        if isinstance(data, dict) and "heat_template_version" in data:
-            docs.append((key, data))
+def unused(b: Any, given: dict[str, Any], meta: dict[str, Any] | None) -> dict[str, str]:
+    """Glance name -> why, of the images ``meta`` (an entry.yaml) names that no resource of bundle ``b`` can boot
+    when the deployment gives the parameters ``given``: a name that is only the default of top-level parameters
+    given another value, and of nested templates' parameters that every resource nesting them passes. A name found
+    anywhere else (a resource, an output, another file) is needed."""
+    docs = b.templates()
+    others = [text for key, text in b.files.items() if isinstance(text, str) and key not in dict(docs)]
     passed: dict[str, set[str]] = {}  # nested template file -> the properties every resource nesting it passes
     for _, data in docs:
         for res in (data.get("resources") or {}).values():
@@ -59,7 +53,7 @@ def unused(b: Any, given: dict[str, Any], names: list[str]) -> dict[str, str]:
                 props = set((res.get("properties") or {}) if isinstance(res.get("properties"), dict) else {})
                 passed[res["type"]] = passed[res["type"]] & props if res["type"] in passed else props
     out = {}
-    for name in names:
+    for name in [str(i.get("name")) for i in (meta or {}).get("images") or [] if isinstance(i, dict)]:
         overridden, elsewhere = [], False
         for key, data in docs:
             params = data.get("parameters") if isinstance(data.get("parameters"), dict) else {}
@@ -71,8 +65,7 @@ def unused(b: Any, given: dict[str, Any], names: list[str]) -> dict[str, str]:
                     elsewhere = elsewhere or not gone
             rest = {k: v for k, v in data.items() if k != "parameters"}
             elsewhere = elsewhere or name in yaml.safe_dump(rest)
-        elsewhere = elsewhere or any(name in t for k, t in b.files.items() if isinstance(t, str)
-                                     and k not in dict(docs))
+        elsewhere = elsewhere or any(name in text for text in others)
         if overridden and not elsewhere:
             out[name] = f"not needed: the stack gives {', '.join(sorted(set(overridden)))} another value"
     return out

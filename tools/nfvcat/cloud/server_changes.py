@@ -109,12 +109,6 @@ def _load(text: Any) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def defines(template: dict[str, Any], files: dict[str, str], server: str) -> bool:
-    """Whether the bundle (the template or a file of it) has a resource called ``server``."""
-    return any(isinstance((_load(t).get("resources") or {}).get(server), dict)
-               for t in [template, *files.values()])
-
-
 def scopes(top: Scope, parents: list[str]) -> list[Scope] | None:
     """The scopes from ``top`` down to the nested stack reached through the template resources ``parents``
     (outermost first); None when one is not a template resource of the bundle."""
@@ -167,6 +161,17 @@ def unchanged(old: Scope, new: Scope, parents: list[str], server: str,
     return True
 
 
+def properties(old: Scope, new: Scope, parents: list[str], name: str) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """The symbolic properties of resource ``name`` of the nested stack at ``parents`` in both bundles; None when
+    either does not define it."""
+    a, b = scopes(old, parents), scopes(new, parents)
+    body_a = (a[-1].data.get("resources") or {}).get(name) if a else None
+    body_b = (b[-1].data.get("resources") or {}).get(name) if b else None
+    if a is None or b is None or not isinstance(body_a, dict) or not isinstance(body_b, dict):
+        return None
+    return symbolic(a[-1], hot.props(body_a)), symbolic(b[-1], hot.props(body_b))
+
+
 # (property, its update policy property, the policy's default, what the policies that take the server down do)
 DISRUPTING = (("image", "image_update_policy", "REBUILD", {"REBUILD": "rebuilt", "REBUILD_PRESERVE_EPHEMERAL":
                                                             "rebuilt", "REPLACE": "replaced"}),
@@ -181,14 +186,10 @@ def disruption(old: Scope, new: Scope, parents: list[str], server: str) -> str |
     place: same id, new disk, a reboot), "resized (flavor)" (a resize: a reboot), "refused by Nova ..." (Heat's
     REBUILD of new user data calls Nova's rebuild with the user data as the image, in the Heat of constraints.txt),
     "unknown" when its definition cannot be compared, or None (it keeps running)."""
-    a, b = scopes(old, parents), scopes(new, parents)
-    if a is None or b is None:
+    props = properties(old, new, parents, server)
+    if props is None:
         return "unknown"
-    body_a = (a[-1].data.get("resources") or {}).get(server)
-    body_b = (b[-1].data.get("resources") or {}).get(server)
-    if not isinstance(body_a, dict) or not isinstance(body_b, dict):
-        return "unknown"
-    pa, pb = symbolic(a[-1], hot.props(body_a)), symbolic(b[-1], hot.props(body_b))
+    pa, pb = props
     for prop, policy, default, effects in DISRUPTING:
         if pa.get(prop) != pb.get(prop):
             how = effects.get(str(pb.get(policy) or pa.get(policy) or default))  # Heat: the new policy, else the old
@@ -200,11 +201,9 @@ def disruption(old: Scope, new: Scope, parents: list[str], server: str) -> str |
 def address_change(old: Scope, new: Scope, parents: list[str], port: str) -> list[str]:
     """What a port the preview calls "updated" loses in place: "IP address" when its fixed_ips differ, "MAC
     address" when its mac_address does; ["IP address", "MAC address"] when it cannot tell."""
-    a, b = scopes(old, parents), scopes(new, parents)
-    body_a = (a[-1].data.get("resources") or {}).get(port) if a else None
-    body_b = (b[-1].data.get("resources") or {}).get(port) if b else None
-    if a is None or b is None or not isinstance(body_a, dict) or not isinstance(body_b, dict):
+    props = properties(old, new, parents, port)
+    if props is None:
         return ["IP address", "MAC address"]
-    pa, pb = symbolic(a[-1], hot.props(body_a)), symbolic(b[-1], hot.props(body_b))
+    pa, pb = props
     return [what for prop, what in (("fixed_ips", "IP address"), ("mac_address", "MAC address"))
             if pa.get(prop) != pb.get(prop)]

@@ -26,6 +26,20 @@ class Bundle:
     environment: dict[str, Any]
     env_files: dict[str, str] = field(default_factory=dict)
 
+    def templates(self) -> list[tuple[str, dict[str, Any]]]:
+        """(file key, parsed template) of the template ("") and of each file that is a template (a nested one: a
+        mapping with a version or resources); other files (user data, scripts) and files that do not parse are
+        left out."""
+        out: list[tuple[str, dict[str, Any]]] = [("", self.template)]
+        for key, text in self.files.items():
+            try:
+                data = yaml.safe_load(text) if isinstance(text, str) else None
+            except yaml.YAMLError:
+                continue
+            if isinstance(data, dict) and ("heat_template_version" in data or "resources" in data):
+                out.append((key, data))
+        return out
+
 
 def bundle(template: Path, env_paths: list[Path]) -> Bundle:
     """The template with every nested template and get_file, and the environments, as heatclient sends them."""

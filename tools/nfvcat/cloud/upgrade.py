@@ -13,6 +13,7 @@ updated again, one at the target and complete is left alone.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -21,9 +22,11 @@ from typing import Any
 
 from nfvcat.catalog import entries, history
 from nfvcat.catalog.versions import breaking_changes, parse_version
+from nfvcat.cloud import release_images
+from nfvcat.cloud import server_changes as sc
 from nfvcat.cloud.connect import call
 from nfvcat.cloud.marks import parse_mark, stack_tags
-from nfvcat.cloud.stacks import Bundle, Stacks
+from nfvcat.cloud.stacks import Bundle, Stacks, bundle
 from nfvcat.core.errors import EXIT_FINDINGS, EXIT_USAGE, UserError
 from nfvcat.core.waiting import TimedOut, until
 
@@ -130,11 +133,12 @@ def resume(stacks: Stacks, name: str, timeout: float, stall: float) -> bool:
     return False
 
 
-def plan(stacks: Stacks, root: Path, name: str, target_entry: entries.Entry, b: Bundle, params: dict[str, Any],
-         clear: list[str], maps: dict[str, str]) -> Plan:
-    """What the upgrade of stack ``name`` to ``target_entry`` would do; nothing changes on the cloud."""
-    full, entry, current = deployed_stack(stacks, name)
-    sid = str(full["id"])
+def plan(stacks: Stacks, root: Path, deployed: tuple[dict[str, Any], str, str], target_entry: entries.Entry,
+         b: Bundle, params: dict[str, Any], clear: list[str], maps: dict[str, str], given: dict[str, Any]) -> Plan:
+    """What the upgrade of the stack ``deployed`` (``deployed_stack``'s answer) to ``target_entry`` would do, the
+    stack given the parameters ``given`` (its environment's); nothing changes on the cloud."""
+    full, entry, current = deployed
+    name, sid = str(full["stack_name"]), str(full["id"])
     p = Plan(name, sid, entry, current, target_entry.version, bump(current, target_entry.version),
              status=str(full.get("stack_status")))
     body = update_body(b, params, clear, full.get("tags"), entry, target_entry.version, 60, current)
@@ -148,14 +152,19 @@ def plan(stacks: Stacks, root: Path, name: str, target_entry: entries.Entry, b: 
                             "id": str(r.get("physical_resource_id") or "")} for r in changes.get(kind) or []]
     added = {(r["name"], r["parent"]) for r in p.changes["added"]}
     going = [r for r in p.changes["replaced"] + p.changes["deleted"] if r["type"] == SERVER]
-    stays, rebuilt, readdressed = _server_verdicts(stacks, root, entry, current, b, params, clear, p)
+    try:
+        old: Bundle | None = bundle(history.resolve(root, f"{entry}@{current}", "heat").template, [])
+    except UserError:
+        old = None  # deployed from a version this catalog never released: nothing to compare with
+    resources = functools.cache(lambda: stacks.resources(name, sid))  # asked once, when needed
+    stays, rebuilt, readdressed = _server_verdicts(resources, old, b, given, params, clear, p)
     down = [(r, "replaced" if r in p.changes["replaced"] or (r["name"], r["parent"]) in added else "deleted")
             for r in going if (r["parent"], r["name"]) not in stays] + rebuilt
     # the preview shows a replaced resource as its replacement (no id yet): the server that goes is the stack's
     ids = {(str(r.get("resource_name")), str(r.get("parent_resource") or "")): str(r.get("physical_resource_id"))
-           for r in stacks.resources(name, sid)} if down else {}
+           for r in resources()} if down else {}
     for r, how in down:
-        where = f"{r['parent']}/" if r["parent"] else ""
+        where = _where(r)
         server = r["id"] or ids.get((r["name"], r["parent"])) or "no server"
         p.downtime.append(f"{where}{r['name']} (server {server}): {how}")
         if server != "no server":
@@ -180,61 +189,51 @@ def plan(stacks: Stacks, root: Path, name: str, target_entry: entries.Entry, b: 
             p.unmapped.append(f"{item}: -P {pname}=VALUE")
     p.notes = history.changelog(target_entry.dir, current, target_entry.version)
     p.losses = losses(p.changes) + readdressed
-    try:
-        from nfvcat.cloud.stacks import bundle
-
-        old = history.resolve(root, f"{entry}@{current}", "heat")
-        p.losses += [f"{where}{res}: its scheduler hint group (server group membership: anti-affinity) is gone in "
-                     f"{target_entry.version}" for where, res in sorted(grouped(bundle(old.template, []))
-                                                                       - grouped(b))]
-    except UserError:
+    if old is None:
         p.losses.append(f"scheduler hints: unknown ({entry}@{current} is not a release of this catalog)")
+    else:
+        p.losses += [f"{where}{res}: its scheduler hint group (server group membership: anti-affinity) is gone in "
+                     f"{target_entry.version}" for where, res in sorted(grouped(old) - grouped(b))]
     return p
 
 
-def _server_verdicts(stacks: Stacks, root: Path, entry: str, current: str, b: Bundle, params: dict[str, Any],
-                     clear: list[str], p: Plan) -> tuple[set[tuple[str, str]], list[tuple[dict[str, str], str]],
-                                                         list[str]]:
+def _server_verdicts(resources: Callable[[], list[dict[str, Any]]], old: Bundle | None, b: Bundle,
+                     given: dict[str, Any], params: dict[str, Any], clear: list[str], p: Plan
+                     ) -> tuple[set[tuple[str, str]], list[tuple[dict[str, str], str]], list[str]]:
     """Heat's preview checked against both versions' definitions (``nfvcat.cloud.server_changes``): (parent, name)
     of the servers it replaces that the update leaves alone (each said in ``p.corrected``); the servers it calls
     "updated" that the update takes down, with how (rebuilt, resized; "unknown" when it cannot tell); and the
-    ports it updates whose IP or MAC address changes in place (losses)."""
-    from nfvcat.cloud import server_changes as sc
-    from nfvcat.cloud.stacks import bundle
-
+    ports it updates whose IP or MAC address changes in place (losses). ``old``: the deployed release's bundle
+    (None: not a release of this catalog); ``given``: the parameters the stack was given."""
     replaced = [r for r in p.changes["replaced"] if r["type"] == SERVER]
     updated = [r for r in p.changes["updated"] if r["type"] == SERVER]
     ports = [r for r in p.changes["updated"] if r["type"] == PORT]
     if not replaced and not updated and not ports:
         return set(), [], []
-    try:
-        old = bundle(history.resolve(root, f"{entry}@{current}", "heat").template, [])
-    except UserError:  # not a release of this catalog: Heat's verdict stands, a server it updates may go down
+    if old is None:  # not a release of this catalog: Heat's verdict stands, a server it updates may go down
         return (set(), [(r, "unknown (not a release of this catalog: nothing to compare with)") for r in updated],
                 [f"{_where(r)}{r['name']}: updated: its IP and MAC addresses may change (not a release of this "
                  "catalog: nothing to compare with)" for r in ports])
-    env = call(stacks.api, "GET", f"/stacks/{p.stack}/{p.stack_id}/environment", f"stack environment {p.stack}")
-    given = dict((env or {}).get("parameters") or {})
     before, after = sc.Scope(old.template, given, old.files), \
         sc.Scope(b.template, {**{k: v for k, v in given.items() if k not in clear}, **params}, b.files)
     changed = {(r["parent"], r["name"]): kind for kind in ("added", "replaced", "updated") for r in p.changes[kind]}
     stays, down, readdressed = set(), [], []
     for r in replaced:
-        parents = _parents(stacks, p, r["parent"])
+        parents = _parents(resources(), r["parent"])
         if parents is not None and sc.unchanged(before, after, parents, r["name"], changed):
             stays.add((r["parent"], r["name"]))
             p.corrected.append(f"{_where(r)}{r['name']}: Heat's preview replaces it, but both versions define it "
                                "alike and nothing it references changes (the preview resolves no attribute of the "
                                "new stack): it stays")
     for r in updated:
-        parents = _parents(stacks, p, r["parent"])
+        parents = _parents(resources(), r["parent"])
         how = sc.disruption(before, after, parents, r["name"]) if parents is not None else "unknown"
         if how and how.startswith("refused"):
             readdressed.append(f"server {_where(r)}{r['name']}: the update is {how}")
         elif how:
             down.append((r, how))
     for r in ports:
-        parents = _parents(stacks, p, r["parent"])
+        parents = _parents(resources(), r["parent"])
         lost = sc.address_change(before, after, parents, r["name"]) if parents is not None else \
             ["IP address", "MAC address"]
         if lost:
@@ -246,13 +245,14 @@ def _where(r: dict[str, str]) -> str:
     return f"{r['parent']}/" if r["parent"] else ""
 
 
-def _parents(stacks: Stacks, p: Plan, parent: str) -> list[str] | None:
-    """The template resources from the top down to ``parent`` (the preview names only the innermost)."""
+def _parents(resources: list[dict[str, Any]], parent: str) -> list[str] | None:
+    """The template resources from the top down to ``parent`` (the preview names only the innermost), found in
+    the stack's ``resources`` (nested ones too)."""
     if not parent:
         return []
     chain, seen = [parent], {parent}
     by_name: dict[str, str] = {}
-    for res in stacks.resources(p.stack, p.stack_id):
+    for res in resources:
         by_name.setdefault(str(res.get("resource_name")), str(res.get("parent_resource") or ""))
     while by_name.get(chain[0]):
         up = by_name[chain[0]]
@@ -276,23 +276,15 @@ def losses(changes: dict[str, list[dict[str, str]]]) -> list[str]:
         for r in changes.get(how) or []:
             text = LOSS_TYPES.get(r["type"])
             if text:
-                where = f"{r['parent']}/" if r["parent"] else ""
-                out.append(text.format(name=f"{where}{r['name']}", how=how))
+                out.append(text.format(name=f"{_where(r)}{r['name']}", how=how))
     return out
 
 
 def grouped(b: Bundle) -> set[tuple[str, str]]:
     """(template file, resource) of every server of the bundle's templates with a scheduler hint ``group``."""
-    import yaml
-
     out = set()
-    for name, text in [("", b.template), *b.files.items()]:
-        try:
-            tpl = yaml.safe_load(text) if isinstance(text, str) else text
-        except yaml.YAMLError:
-            continue
-        resources = tpl.get("resources") if isinstance(tpl, dict) else None
-        for rname, r in (resources or {}).items():
+    for name, tpl in b.templates():
+        for rname, r in (tpl.get("resources") or {}).items():
             props = r.get("properties") if isinstance(r, dict) else None
             hints = props.get("scheduler_hints") if isinstance(props, dict) else None
             if isinstance(r, dict) and r.get("type") == SERVER and _names_group(hints):
@@ -423,10 +415,8 @@ def prepare(stacks: Stacks, root: Path, name: str, to: str | None, environments:
     sends and clears. ``images`` is given the target's entry.yaml before Heat's preview, which validates the images
     the templates name: it puts them on the cloud (``nfvcat.cloud.release_images.ensure``), but the ones the
     stack's parameters leave unused (the second argument: ``release_images.unused``)."""
-    from nfvcat.cloud import release_images
-    from nfvcat.cloud.stacks import bundle
-
-    full, entry_name, _ = deployed_stack(stacks, name)
+    deployed = deployed_stack(stacks, name)
+    full, entry_name, _ = deployed
     version = history.target_version(root, entry_name, "heat", to)
     if version is None:
         raise UserError(f"{entry_name}: the catalog offers no version of it")
@@ -434,8 +424,8 @@ def prepare(stacks: Stacks, root: Path, name: str, to: str | None, environments:
     b = bundle(target.template, target.environments(environments))
     params, clear = mapped_parameters(full, maps, given, b.template.get("parameters") or {})
     env = call(stacks.api, "GET", f"/stacks/{name}/{full['id']}/environment", f"stack environment {name}")
-    kept = {k: v for k, v in ((env or {}).get("parameters") or {}).items() if k not in clear}
+    given = dict((env or {}).get("parameters") or {})  # what the stack was given (Heat keeps it on a PATCH)
+    kept = {k: v for k, v in given.items() if k not in clear}
     images(target.meta, release_images.unused(b, {**kept, **(b.environment.get("parameters") or {}), **params},
-                                              [str(i.get("name")) for i in target.meta.get("images") or []
-                                               if isinstance(i, dict)]))
-    return plan(stacks, root, name, target, b, params, clear, maps), b, params, clear
+                                              target.meta))
+    return plan(stacks, root, deployed, target, b, params, clear, maps, given), b, params, clear

@@ -80,9 +80,7 @@ def run(args: argparse.Namespace) -> int:
 
     with cloud_errors(f"instantiate {name}"):
         if released:  # that release's images (its Glance names), on the cloud before Heat is called
-            skip = release_images.unused(b, {**(b.environment.get("parameters") or {}), **dict(args.parameter)},
-                                         [str(i.get("name")) for i in (meta or {}).get("images") or []
-                                          if isinstance(i, dict)])
+            skip = release_images.unused(b, {**(b.environment.get("parameters") or {}), **dict(args.parameter)}, meta)
             release_images.ensure(conn, catalog.require_root(), meta, image_dir, overrides, say, skip=skip)
         sid = converge(Stacks(conn, say), name, b, params, args.timeout, tags)
         say(f"{name}: stack {sid} complete" + (f" ({tags[0].removeprefix('nfvcat:')})" if tags else ""))
