@@ -1,6 +1,6 @@
 """``nfvcat heal NAME``: replace one failed VNF, then check.
 
-- ``--via heat NAME --vnf VNF``: the VNF's server resource (as ``check`` names VNFs) is marked unhealthy and the
+- ``--via heat NAME --server VNF``: the VNF's server resource (as ``check`` names VNFs) is marked unhealthy and the
   stack updated with what it has: Heat replaces that server and nothing else.
 - ``--via tacker NAME --vnfc ID``: one VNFC of a VNF instance through Tacker's v2 VNF LCM (SOL002 heal by
   ``vnfcInstanceId``, as Tacker reports it in ``vnfcInfo``): Tacker has Heat replace the VDU's server.
@@ -13,10 +13,9 @@ reported (the prediction: the healed server goes down, no other does).
 from __future__ import annotations
 
 import argparse
-import json
 
 from nfvcat.commands import options
-from nfvcat.core.errors import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, UserError
+from nfvcat.core.errors import EXIT_USAGE, UserError
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -60,7 +59,6 @@ def _via_heat(args: argparse.Namespace) -> int:
     from nfvcat.cloud.check import check_stack
     from nfvcat.cloud.connect import cloud_errors
     from nfvcat.cloud.stacks import Stacks
-    from nfvcat.cloud.verdicts import passed, report
 
     if not args.server:
         raise UserError("heal --via heat: --server VNF is required", EXIT_USAGE)
@@ -74,13 +72,4 @@ def _via_heat(args: argparse.Namespace) -> int:
             {str(old)} if old else None, need_baseline=False)
         say(f"{args.vnf}: {args.server}'s server {healed['server']} replaced by {healed['new_server']}")
         verdicts = [] if args.no_check else check_stack(conn, args.vnf, *options.open_checked(args))
-    ok = (not verdicts or passed(verdicts)) and (outage is None or outage.ok)
-    if args.format == "json":
-        print(json.dumps({"healed": healed, "outage": outage.as_dict() if outage else None,
-                          "check": json.loads(report(verdicts, args.vnf, "json")) if verdicts else None}, indent=2))
-    else:
-        if outage is not None:
-            print(outage.text())
-        if verdicts:
-            print(report(verdicts, args.vnf, "text"))
-    return EXIT_OK if ok else EXIT_FINDINGS
+    return options.report_stack(args, args.vnf, verdicts, outage, {"healed": healed})

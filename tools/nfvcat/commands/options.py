@@ -255,11 +255,10 @@ def measured(args: argparse.Namespace, conn: Any, stack: str, label: str, operat
     """``operation()`` under the flow ``add_traffic``'s options name (none: just run): (its result, the
     ``Outage`` or None)."""
     from nfvcat.cloud import flows, outage
+    from nfvcat.core.errors import EXIT_ENGINE, UserError
 
     rate = outage.check_rate(args.traffic_rate)
     say = progress(args)
-    from nfvcat.core.errors import EXIT_ENGINE, UserError
-
     failed: list[BaseException] = []  # the operation's own error: never taken for the flow's
 
     def run() -> Any:
@@ -283,6 +282,25 @@ def measured(args: argparse.Namespace, conn: Any, stack: str, label: str, operat
             raise
         raise UserError(f"traffic flow through {stack}: {exc}", EXIT_ENGINE) from None
     return found.result, found
+
+
+def report_stack(args: argparse.Namespace, stack: str, verdicts: list[Any], outage: Any, doc: dict[str, Any],
+                 lines: Sequence[str] = ()) -> int:
+    """A Heat operation's end: in JSON ``doc`` with the outage (``--traffic``) and the check; in text ``lines``,
+    the outage and the check's report. The exit code: 0 when the check and the outage pass."""
+    import json
+
+    from nfvcat.cloud.verdicts import passed, report
+    from nfvcat.core.errors import EXIT_FINDINGS, EXIT_OK
+
+    if args.format == "json":
+        print(json.dumps({**doc, "outage": outage.as_dict() if outage else None,
+                          "check": json.loads(report(verdicts, stack, "json")) if verdicts else None}, indent=2))
+    else:
+        for line in [*lines, *([outage.text()] if outage else []), *([report(verdicts, stack, "text")]
+                                                                       if verdicts else [])]:
+            print(line)
+    return EXIT_OK if (not verdicts or passed(verdicts)) and (outage is None or outage.ok) else EXIT_FINDINGS
 
 
 def report_checked(args: argparse.Namespace, conn: Any, vnf: dict[str, Any], outage: Any,

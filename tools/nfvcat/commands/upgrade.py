@@ -38,7 +38,7 @@ import sys
 from typing import Any
 
 from nfvcat.commands import options
-from nfvcat.core.errors import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, UserError
+from nfvcat.core.errors import EXIT_OK, EXIT_USAGE, UserError
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -74,6 +74,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.accept_unknown_roles and not args.rolling:
+        raise UserError("--accept-unknown-roles goes with --rolling", EXIT_USAGE)
     if args.via == "tacker":
         return _via_tacker(args)
     from nfvcat import catalog
@@ -81,7 +83,6 @@ def run(args: argparse.Namespace) -> int:
     from nfvcat.cloud.check import check_stack
     from nfvcat.cloud.connect import cloud_errors
     from nfvcat.cloud.stacks import Stacks
-    from nfvcat.cloud.verdicts import passed, report
 
     root = catalog.require_root()
     conn = options.cloud_connection(args)
@@ -105,8 +106,6 @@ def run(args: argparse.Namespace) -> int:
             return EXIT_OK
         if not args.yes and not confirm(plan):
             raise UserError("not confirmed (--yes skips the question)", EXIT_USAGE)
-        if args.accept_unknown_roles and not args.rolling:
-            raise UserError("--accept-unknown-roles goes with --rolling", EXIT_USAGE)
         steps: list[Any] = []
 
         def update() -> str:
@@ -124,22 +123,13 @@ def run(args: argparse.Namespace) -> int:
             + (" (rolling)" if args.rolling else ""), update, set(plan.servers_down))
         say(f"{args.stack}: {status}, {plan.entry}@{plan.target}")
         verdicts = [] if args.no_check else check_stack(conn, args.stack, *options.open_checked(args))
-    if args.format == "json":
-        print(json.dumps({"plan": plan.as_dict(), "refused": None, "upgraded": True, "status": status,
-                          "rolling": [s.as_dict() for s in steps] if args.rolling else None,
-                          "outage": outage.as_dict() if outage else None,
-                          "check": json.loads(report(verdicts, args.stack, "json")) if verdicts else None}, indent=2))
-    else:
-        for s in steps:
-            print(f"rolling: {s.member}: roles before {s.roles_before}{' (handed over)' if s.handover else ''}; "
-                  f"upgraded in {s.upgraded_s:.0f} s, rejoined in {s.rejoined_s:.0f} s; placement "
-                  f"{'; '.join(s.placement) or 'holds'}")
-        if outage:
-            print(outage.text())
-        if verdicts:
-            print(report(verdicts, args.stack, "text"))
-    ok = (not verdicts or passed(verdicts)) and (outage is None or outage.ok)
-    return EXIT_OK if ok else EXIT_FINDINGS
+    return options.report_stack(
+        args, args.stack, verdicts, outage,
+        {"plan": plan.as_dict(), "refused": None, "upgraded": True, "status": status,
+         "rolling": [s.as_dict() for s in steps] if args.rolling else None},
+        [f"rolling: {s.member}: roles before {s.roles_before}{' (handed over)' if s.handover else ''}; upgraded in "
+         f"{s.upgraded_s:.0f} s, rejoined in {s.rejoined_s:.0f} s; placement {'; '.join(s.placement) or 'holds'}"
+         for s in steps])
 
 
 def _via_tacker(args: argparse.Namespace) -> int:
