@@ -32,6 +32,7 @@ from itertools import pairwise
 from typing import Any, Generic, Protocol, TypeVar
 
 from nfvcat.core.errors import EXIT_USAGE, UserError
+from nfvcat.core.waiting import within
 
 T = TypeVar("T")
 MAX_LINES = 2_000_000  # a flow's records read at most (an hour at 500 pps)
@@ -225,7 +226,7 @@ def measure(flow: Flow, label: str, operation: Callable[[], T], servers: Callabl
         before = servers()
         flow.start()
         t0 = clock()
-        baseline = _wait(flow, lambda rec: at_full_rate(rec, t0, hold_s), baseline_s, clock, sleep)
+        baseline = within(lambda: at_full_rate(flow.record(), t0, hold_s), baseline_s, 0.5, clock, sleep)
         if not baseline:
             say(f"{flow.describe}: not at full rate after {baseline_s:g} s")
             if need_baseline:
@@ -238,8 +239,8 @@ def measure(flow: Flow, label: str, operation: Callable[[], T], servers: Callabl
         result = operation()
         op_end = clock()
         due = op_end + settle_s
-        back = _wait(flow, lambda rec: clock() >= due and at_full_rate(rec, op_end, hold_s),
-                     recover_s + settle_s, clock, sleep)
+        back = within(lambda: clock() >= due and at_full_rate(flow.record(), op_end, hold_s),
+                      recover_s + settle_s, 0.5, clock, sleep)
         if not back:
             say(f"{flow.describe}: not at full rate {recover_s:g} s after {label}")
         rec = flow.stop()
@@ -248,17 +249,6 @@ def measure(flow: Flow, label: str, operation: Callable[[], T], servers: Callabl
         flow.close()
     return Outage(label, flow.describe, figures(rec, op_start), Prediction(predicted, before, after), baseline,
                   op_end - op_start, result)
-
-
-def _wait(flow: Flow, done: Callable[[FlowRecord], bool], limit: float, clock: Callable[[], float],
-          sleep: Callable[[float], None]) -> bool:
-    end = clock() + limit
-    while True:
-        if done(flow.record()):
-            return True
-        if clock() >= end:
-            return False
-        sleep(0.5)
 
 
 def check_rate(rate: float) -> float:

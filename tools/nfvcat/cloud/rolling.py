@@ -29,6 +29,7 @@ from functools import partial
 from typing import Any, Protocol
 
 from nfvcat.core.errors import EXIT_FINDINGS, UserError
+from nfvcat.core.waiting import within
 
 ROLE = re.compile(r"NFVCAT-VRRP state=(?P<state>[A-Z]+)")
 BOOT = re.compile(r"Linux version \d")  # the kernel's first line: a new boot of the guest
@@ -120,7 +121,7 @@ def roll(members: Members, say: Callable[[str], None], *, timeout: float, accept
                 say(f"{name}: hands the VRRP master role over")
                 members.handover(name)
                 step.handover = True
-                if not _wait(partial(_has_master, members, others), timeout, clock, sleep):
+                if not within(partial(_has_master, members, others), timeout, 1.0, clock, sleep):
                     raise Stopped(f"{name} handed the master role over, but no other member took it in "
                                   f"{timeout:g} s ({members.roles()})", steps)
             elif not accept_unknown:
@@ -132,7 +133,7 @@ def roll(members: Members, say: Callable[[str], None], *, timeout: float, accept
         step.upgraded_s = clock() - t0
         t1 = clock()
         known = not accept_unknown or roles.get(name) in (MASTER, BACKUP)
-        if known and not _wait(partial(members.rejoined, name), timeout, clock, sleep):
+        if known and not within(partial(members.rejoined, name), timeout, 1.0, clock, sleep):
             steps.append(step)
             raise Stopped(f"{name} announced no VRRP role in {timeout:g} s after its upgrade", steps)
         step.rejoined_s = clock() - t1
@@ -149,11 +150,3 @@ def _has_master(members: Members, names: list[str]) -> bool:
     roles = members.roles()
     return any(roles.get(n) == MASTER for n in names)
 
-
-def _wait(done: Callable[[], bool], limit: float, clock: Callable[[], float], sleep: Callable[[float], None]) -> bool:
-    end = clock() + limit
-    while not done():
-        if clock() >= end:
-            return False
-        sleep(1.0)
-    return True

@@ -126,11 +126,11 @@ class HeatMembers:
     def _server_status(self, name: str, want: str) -> None:
         compute = self.conn.compute
         try:
-            until(lambda: compute.get_server(self.servers[name]).status, lambda s: s in (want, "ERROR"),
-                  timeout=self.timeout, what=f"{name} {want}", first=1.0, most=4.0)
+            status = until(lambda: compute.get_server(self.servers[name]).status, lambda s: s in (want, "ERROR"),
+                           timeout=self.timeout, what=f"{name} {want}", first=1.0, most=4.0)
         except TimedOut as exc:
             raise UserError(f"--rolling: {exc}", EXIT_FINDINGS) from None
-        if compute.get_server(self.servers[name]).status != want:
+        if status != want:
             raise UserError(f"--rolling: {name} (server {self.servers[name]}) went to ERROR", EXIT_FINDINGS)
 
     def upgrade(self, name: str) -> None:

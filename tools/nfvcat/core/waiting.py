@@ -46,3 +46,16 @@ def until(poll: Callable[[], T], done: Callable[[T], bool], *, timeout: float, w
                                retry=tenacity.retry_if_result(lambda value: not done(value)),
                                retry_error_callback=timed_out, sleep=sleep or time.sleep, reraise=True)
     return waiter(poll)
+
+
+def within(done: Callable[[], bool], limit: float, interval: float, clock: Callable[[], float],
+           sleep: Callable[[float], None]) -> bool:
+    """Whether ``done()`` holds within ``limit`` seconds of ``clock``, asked every ``interval`` seconds (the
+    clock and the pause given: a flow's records and a pair's roles are waited for on the caller's clock, and
+    tests run it on a fake one); False when the time is up, never an error."""
+    end = clock() + limit
+    while not done():
+        if clock() >= end:
+            return False
+        sleep(interval)
+    return True
