@@ -7,11 +7,13 @@ from __future__ import annotations
 import ipaddress
 import json
 import sys
+import threading
+import time
 from typing import Any
 
 import pytest
 
-from tests.integration.conftest import counts, glance_name, nfvcat
+from tests.integration.conftest import CLOUD, counts, glance_name, nfvcat
 
 pytestmark = pytest.mark.usefixtures("onboarded")
 STACK = "vrouter-ha-pair"
@@ -62,13 +64,62 @@ def test_ha_pair_on_two_hosts(conn: Any) -> None:
     assert counts(conn) == before
 
 
+class SecondReplacementRefused(threading.Thread):
+    """Test instrumentation, from outside the product: as the server of the member that goes second leaves Nova's
+    API, the nova-compute service of its host is disabled, so Nova's scheduler refuses that member's replacement
+    ("No valid host", ComputeFilter), as a scheduler whose view of the freed host is late does; the service is
+    enabled again as soon as Heat says the replacement failed, and in any case when the thread stops. The path CI
+    took on 2026-11-29: the last member's replacement refused, then sent again."""
+
+    def __init__(self, servers: dict[str, tuple[str, str]], stack_id: str) -> None:
+        super().__init__(daemon=True)
+        self.servers, self.stack_id = servers, stack_id
+        self.done = threading.Event()
+        self.refused: str | None = None  # the resource whose replacement the scheduler refused
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        import openstack
+
+        conn = openstack.connect(cloud=CLOUD)
+        disabled: list[Any] = []
+        try:
+            gone: list[str] = []
+            while not self.done.is_set() and len(gone) < 2:
+                alive = {s.id for s in conn.compute.servers(all_projects=True)}
+                gone += [n for n, (sid, _) in self.servers.items() if sid not in alive and n not in gone]
+                self.done.wait(0.3)
+            if len(gone) < 2:
+                return
+            name, host = gone[1], self.servers[gone[1]][1]
+            service = next(iter(conn.compute.services(binary="nova-compute", host=host)))
+            disabled.append(conn.compute.disable_service(service, disabled_reason="nfvcat test: refuse once"))
+            resource = "router_" + name.rsplit("-", 1)[-1]
+            end = time.monotonic() + 600
+            while not self.done.is_set() and time.monotonic() < end:
+                events = conn.orchestration.get(
+                    f"/stacks/{STACK}/{self.stack_id}/events?resource_name={resource}&limit=1000").json()["events"]
+                if any(e["resource_status"] == "CREATE_FAILED" and "No valid host" in
+                       (e.get("resource_status_reason") or "") for e in events):
+                    self.refused = resource
+                    break
+                self.done.wait(1.0)
+        except BaseException as exc:  # handed to the test, which asserts there was none
+            self.error = exc
+        finally:
+            for service in disabled:
+                conn.compute.enable_service(service)
+
+
 def test_a_rolling_upgrade_takes_one_member_at_a_time_and_keeps_anti_affinity(conn: Any) -> None:
     """The pair at its last release, on the dev cloud's two simulated hosts (no guest runs there: no console shows
     a VRRP role), upgraded with --rolling to the working tree's version, whose new day-0 (hooks/vrouter 2.3.0)
     replaces both servers: refused while the roles are unknown, then with --accept-unknown-roles one member at a
     time through Heat's pre-update hooks, each member's server deleted before Heat creates its replacement (with
     anti-affinity on two hosts a replacement created first finds no host), anti-affinity checked after each
-    step, and no hook left in the stack's environment."""
+    step, and no hook left in the stack's environment. The second member's replacement is refused once by Nova's
+    scheduler (its host's compute service disabled by the test as its server goes): the update is sent again and
+    the member placed on the host it freed."""
     from tests.integration.test_day2 import versions_of
 
     assert nfvcat("terminate", STACK).returncode == 0
@@ -90,8 +141,15 @@ def test_a_rolling_upgrade_takes_one_member_at_a_time_and_keeps_anti_affinity(co
             refused.stderr
         assert conn.orchestration.get_stack(stack.id).status == "CREATE_COMPLETE"  # nothing sent
 
-        res = nfvcat("upgrade", STACK, "--to", STACK, "--rolling", "--accept-unknown-roles", "--yes", "--format",
-                     "json", "--host-access", "devcloud", timeout=1800)
+        refuse = SecondReplacementRefused(before, stack.id)
+        refuse.start()
+        try:
+            res = nfvcat("upgrade", STACK, "--to", STACK, "--rolling", "--accept-unknown-roles", "--yes", "--format",
+                         "json", "--host-access", "devcloud", timeout=1800)
+        finally:
+            refuse.done.set()
+            refuse.join(30)
+        assert not refuse.is_alive() and refuse.error is None, refuse.error
         assert res.returncode == 0, res.stderr[-3000:]
         report = json.loads(res.stdout)
         downtime = report["plan"]["downtime"]
@@ -109,6 +167,10 @@ def test_a_rolling_upgrade_takes_one_member_at_a_time_and_keeps_anti_affinity(co
         no_host = [e for e in events if e[1] == "CREATE_FAILED" and "No valid host" in e[2]]
         sys.stderr.write(f"[rolling] replacements the scheduler refused, then sent again: {len(no_host)}\n")
         first, second = steps[0]["member"], steps[1]["member"]
+        # the second member's replacement was refused, sent again, and placed
+        assert refuse.refused == second and any(e[0] == second for e in no_host), no_host
+        refused_at = next(i for i, e in enumerate(events) if e[0] == second and e in no_host)
+        assert any(e[:2] == (second, "CREATE_COMPLETE") for e in events[refused_at:]), events[refused_at:]
         paused = [i for i, e in enumerate(events) if "paused until Hook pre-update" in e[2]]
         done = next(i for i, e in enumerate(events) if i > paused[0] and e[:2] == (first, "CREATE_COMPLETE"))
         moved = next(i for i, e in enumerate(events) if i > max(paused) and e[0] == second

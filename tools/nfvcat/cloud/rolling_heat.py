@@ -7,8 +7,11 @@ any of them; each member is let go in turn by clearing its hook (``unset_hook`` 
 rebuild or a replacement) is waited for before the next. The update is sent only when the first member is let
 go: a refusal before it (unknown roles) changes nothing. A member the update replaces is deleted first
 (``_free_slot``): Heat creates a replacement before deleting what it replaces, which an anti-affinity group as
-large as its hosts cannot place. Once every member is done and the stack complete, a second update of the same
-template clears the hooks, so no later update stops at them. A member that ``handover`` stopped (Nova's clean
+large as its hosts cannot place. A replacement Nova's scheduler still refuses is sent again with the hooks only on
+the members still waiting their turn: Heat pauses every resource that has a hook, changed or not, and while it
+deletes the failed replacement a signal to the member's name reaches that row and is refused ("Signal resource
+during DELETE"). Once every member is done and the stack complete, a second update of the same template clears
+the hooks, so no later update stops at them. A member that ``handover`` stopped (Nova's clean
 shutdown) and that is rebuilt, not replaced, is started again after its update.
 
 A member's role comes from its console log (Nova's ``os-getConsoleOutput``), read since its last boot; after its
@@ -34,9 +37,13 @@ HOOK = "pre-update"
 PAUSED = "paused until Hook pre-update is cleared"
 DONE = ("UPDATE_COMPLETE", "CREATE_COMPLETE")
 SERVER = "OS::Nova::Server"
-SCHEDULER_SETTLE = 10.0  # s after a deleted member is gone from Nova's API before Heat may place its replacement
+SCHEDULER_SETTLE = 10.0  # s after Nova's compute host finished deleting a member before Heat may place its replacement
+TERMINATED = "compute_terminate_instance"  # the compute host's event of a delete: it ends after the host told the
+# scheduler of the deletion (``_complete_deletion``); events are shown to the server's owner from microversion 2.51
+ACTIONS_MICROVERSION = "2.51"
 NO_HOST_RETRIES, NO_HOST_WAIT = 5, 30.0  # a replacement that found no host: sent again, 30 s apart (Nova's
 # scheduler_instance_sync_interval, after which every compute host has told the scheduler its instances, is 120 s)
+GONE_ON = ("hook is not defined", "Signal resource during DELETE")  # Heat's 400s to a member no longer held
 PLACEMENT_CHECKS = ("anti-affinity policy", "members (>= 2 servers of the stack)", "members on different hosts")
 
 
@@ -80,12 +87,13 @@ def members_of(conn: Any, stacks: Stacks, name: str, sid: str, servers_down: lis
     return out
 
 
-def hooks(environment: dict[str, Any], names: list[str], hook: str | list[str]) -> dict[str, Any]:
-    """The environment with ``hook`` set on each resource of ``names`` ([] clears it)."""
+def hooks(environment: dict[str, Any], names: list[str], held: list[str]) -> dict[str, Any]:
+    """The environment with the pre-update hook on each resource of ``held`` and none (``[]``, which clears what an
+    earlier update set) on the other resources of ``names``."""
     env = copy.deepcopy(environment or {})
     registry = env.setdefault("resource_registry", {}).setdefault("resources", {})
     for name in names:
-        registry.setdefault(name, {})["hooks"] = hook
+        registry.setdefault(name, {})["hooks"] = HOOK if name in held else []
     return env
 
 
@@ -98,12 +106,14 @@ class HeatMembers:
     stack: str
     stack_id: str
     servers: dict[str, str]  # resource -> server id
-    send: Any  # callable(the hook of every member) -> None: sends the update
+    send: Any  # callable(the members held at their hook) -> None: sends the update
     timeout: float
     replaced: set[str] = field(default_factory=set)  # members the update replaces (the others are rebuilt)
     settle: float = SCHEDULER_SETTLE
     names: list[str] = field(default_factory=list)
     sent: bool = False
+    done: set[str] = field(default_factory=set)  # members whose update ended
+    retried: bool = False  # an update was sent again (a replacement the scheduler refused)
     stopped: set[str] = field(default_factory=set)
     boots: dict[str, int] = field(default_factory=dict)  # boots seen on the console before the member's upgrade
     seen: set[str] = field(default_factory=set)  # event ids already looked at
@@ -136,8 +146,7 @@ class HeatMembers:
     def upgrade(self, name: str) -> None:
         self.boots[name] = len(rolling.BOOT.findall(self._console(name)))
         if not self.sent:
-            self.seen |= {str(ev["id"]) for ev in self.stacks.events(self.stack, self.stack_id)}
-            self.send(HOOK)
+            self._send(self.names)
             self.sent = True
         tries = [0]
 
@@ -145,15 +154,26 @@ class HeatMembers:
             if tries[0]:  # the scheduler may still count the deleted server on its host: it learns of a deletion
                 # by an asynchronous message from the compute host, at the latest at that host's next instance sync
                 self.stacks.say(f"{name}: its replacement found no host; the update again (try {tries[0] + 1})")
-                self.send(HOOK)  # the member's failed replacement is retried, held at its hook first
-            self._wait_event(name, lambda ev: PAUSED in str(ev.get("resource_status_reason") or ""),
-                             "held at its hook")
-            if name in self.replaced and not tries[0]:
-                self._free_slot(name)
-            call(self.stacks.api, "POST", f"/stacks/{self.stack}/{self.stack_id}/resources/{name}/signal",
-                 f"clear the {HOOK} hook of {name}", json={"unset_hook": HOOK})
+                # its server is gone already: the member goes at once, the ones after it stay held
+                self._send([n for n in self.names if n not in self.done and n != name])
+                self.retried = True
+            else:
+                self._wait_event(name, lambda ev: PAUSED in str(ev.get("resource_status_reason") or ""),
+                                 "held at its hook")
+                if name in self.replaced:
+                    self._free_slot(name)
+                self._let_go(name)
             tries[0] += 1
-            return self._wait_event(name, _ended, "updated")
+            return self._wait_event(name, finished, "updated")
+
+        def finished(ev: dict[str, Any]) -> bool:
+            if PAUSED in str(ev.get("resource_status_reason") or ""):
+                # held again: the update that failed still had the member at its hook, and its thread took the
+                # signal (it goes no further: its update is not the stack's current one)
+                self.stacks.say(f"{name}: held at its hook again (by the update sent again); let go again")
+                self._let_go(name, again=True)
+                return False
+            return _ended(ev)
 
         def placed(ev: dict[str, Any]) -> bool:
             no_host = name in self.replaced and "No valid host" in str(ev.get("resource_status_reason") or "")
@@ -167,6 +187,7 @@ class HeatMembers:
         if str(ended.get("resource_status")).endswith("FAILED"):
             raise UserError(f"--rolling: the update of {name} failed: {ended.get('resource_status_reason')}",
                             EXIT_FINDINGS)
+        self.done.add(name)
         # replaced: the new server is the member (Heat's resource list may still show the old row for a while)
         new = str(ended.get("physical_resource_id") or "") if ended.get("resource_status") == "CREATE_COMPLETE" \
             else ""
@@ -178,6 +199,22 @@ class HeatMembers:
             self.conn.compute.start_server(self.servers[name])
             self.stopped.discard(name)
         self._server_status(name, "ACTIVE")
+
+    def _let_go(self, name: str, again: bool = False) -> None:
+        """Clear the member's hook. ``again``: held a second time, by a thread of the failed update, which Heat may
+        already have let go on (400: its hook "is not defined"), or after the member's replacement, while Heat
+        deletes the row it replaced (400: "Signal resource during DELETE"); either way nothing waits at it."""
+        what = f"clear the {HOOK} hook of {name}"
+        body = call(self.stacks.api, "POST", f"/stacks/{self.stack}/{self.stack_id}/resources/{name}/signal", what,
+                    json={"unset_hook": HOOK}, ok=(200, 204, 400) if again else (200, 204))
+        if again and body and not any(gone in str(body) for gone in GONE_ON):
+            raise UserError(f"{what}: HTTP 400: {body}", EXIT_USAGE)
+
+    def _send(self, held: list[str]) -> None:
+        """The update, with the members ``held`` at their hook; the events before it are not looked at again (a
+        member held by an earlier update is let go at its hook in this one)."""
+        self.seen |= {str(ev["id"]) for ev in self.stacks.events(self.stack, self.stack_id)}
+        self.send(held)
 
     def _free_slot(self, name: str) -> None:
         """Delete the member's server before Heat replaces it: Heat creates a replacement before it deletes the
@@ -192,12 +229,46 @@ class HeatMembers:
                   what=f"{name} server {sid} deleted", state=lambda s: s.status, first=1.0, most=4.0)
         except TimedOut as exc:
             raise UserError(f"--rolling: {exc}", EXIT_FINDINGS) from None
-        # Nova's anti-affinity filter counts the group's members among the instances the scheduler believes each
-        # host has; the compute host tells the scheduler of a deletion by an asynchronous message, which no API
-        # shows. On the dev cloud a replacement sent as soon as the server was gone from the API found no valid
+        # Nova's anti-affinity filter counts the group's members (a deleted server stays one) among the instances
+        # the scheduler believes each host has. The compute host tells the scheduler of a deletion by an
+        # asynchronous message, after the server is gone from the API; its delete event ends after that message
+        # is sent. On the dev cloud a replacement sent as soon as the server was gone from the API found no valid
         # host in 1 of 4 runs (ServerGroupAntiAffinityFilter returned 0 hosts).
+        self._terminated(name, sid)
         time.sleep(self.settle)
         self.stopped.discard(name)
+
+    def _terminated(self, name: str, sid: str) -> None:
+        """Wait until the compute host's event of the server's delete ended (the server's instance actions, which
+        Nova shows for a deleted server); said, and not waited for, when the cloud shows no such event."""
+        compute = self.conn.compute
+
+        def event() -> dict[str, Any] | None:
+            body = call(compute, "GET", f"/servers/{sid}/os-instance-actions", f"the actions of server {sid}",
+                        microversion=ACTIONS_MICROVERSION, ok=(200, 403, 404)) or {}
+            deletes = [a for a in body.get("instanceActions") or [] if a.get("action") == "delete"]
+            if not deletes:
+                return None
+            rid = max(deletes, key=lambda a: str(a.get("start_time") or ""))["request_id"]
+            action = (call(compute, "GET", f"/servers/{sid}/os-instance-actions/{rid}", f"action {rid} of {sid}",
+                           microversion=ACTIONS_MICROVERSION, ok=(200, 403, 404)) or {}).get("instanceAction") or {}
+            return next((e for e in action.get("events") or [] if e.get("event") == TERMINATED), None)
+
+        first = event()
+        if first is None:
+            self.stacks.say(f"{name}: the cloud shows no {TERMINATED} event of server {sid}; its replacement is "
+                            f"sent {self.settle:g} s after the server is gone")
+            return
+        t0 = time.monotonic()
+        if not first.get("finish_time"):
+            try:
+                until(event, lambda e: e is None or bool(e.get("finish_time")), timeout=self.timeout,
+                      what=f"{name} server {sid} deleted on its host", state=lambda e: "deleting", first=1.0,
+                      most=4.0)
+            except TimedOut as exc:
+                raise UserError(f"--rolling: {exc}", EXIT_FINDINGS) from None
+        self.stacks.say(f"{name}: its host finished deleting server {sid} ({time.monotonic() - t0:.1f} s after it was "
+                        f"gone from the API); its replacement goes in {self.settle:g} s")
 
     def _wait_event(self, name: str, match: Any, what: str) -> dict[str, Any]:
         """The first event of resource ``name`` not looked at before that ``match``es (waited for)."""
@@ -236,9 +307,9 @@ def apply(conn: Any, stacks: Stacks, p: Any, b: Bundle, params: dict[str, Any], 
     servers = members_of(conn, stacks, name, sid, p.servers_down)
     tags = stacks.get(name, sid).get("tags")
 
-    def send(hook: str | list[str]) -> None:
+    def send(held: list[str]) -> None:
         body = update_body(b, params, clear, tags, p.entry, p.target, int(timeout // 60) + 1, p.current)
-        body["environment"] = hooks(b.environment, sorted(servers), hook)
+        body["environment"] = hooks(b.environment, sorted(servers), held)
         body["disable_rollback"] = True  # a member that fails stops the upgrade; the ones done stay done
         call(stacks.api, "PATCH", f"/stacks/{name}/{sid}", f"stack update {name}", json=body)
 
@@ -253,9 +324,19 @@ def apply(conn: Any, stacks: Stacks, p: Any, b: Bundle, params: dict[str, Any], 
                  json={"cancel_without_rollback": None})
         raise
     seen = {str(ev["id"]) for ev in stacks.events(name, sid)}
-    status = str(settle(stacks, name, sid, timeout, seen, stall=stall)["stack_status"])
+    stack = settle(stacks, name, sid, timeout, seen, stall=stall)
+    status = str(stack["stack_status"])
     if status != "UPDATE_COMPLETE":
-        raise UserError(f"{name}: the rolling update ended {status}", EXIT_FINDINGS)
+        unsettled = [f"{r['resource_name']} {r.get('resource_status')}" for r in stacks.resources(name, sid)
+                     if not str(r.get("resource_status")).endswith("COMPLETE")]
+        if not (members.retried and status == "UPDATE_FAILED" and not unsettled):
+            raise UserError(f"{name}: the rolling update ended {status}: {stack.get('stack_status_reason')}"
+                            + (f" ({', '.join(unsettled)})" if unsettled else ""), EXIT_FINDINGS)
+        # an update sent again leaves the failed one's members held at their hooks; when they are let go in the
+        # new one, the old one's thread goes on and fails the stack (on the dev cloud: "resource with id N not
+        # found") with every member done and every resource complete. The update below converges it.
+        stacks.say(f"{name}: Heat ended the rolling update {status} ({stack.get('stack_status_reason')}) with every "
+                   "member upgraded and every resource complete; the update that clears the hooks settles it")
     before = stacks.get(name, sid).get("updated_time") or ""
     send([])  # the same update again, without the hooks: no later update stops at them
     status = str(settle(stacks, name, sid, timeout, seen, stale=before, stall=stall)["stack_status"])
