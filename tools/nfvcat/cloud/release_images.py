@@ -52,6 +52,8 @@ def unused(b: Any, given: dict[str, Any], meta: dict[str, Any] | None) -> dict[s
             if isinstance(res, dict) and isinstance(res.get("type"), str) and res["type"] in b.files:
                 props = set((res.get("properties") or {}) if isinstance(res.get("properties"), dict) else {})
                 passed[res["type"]] = passed[res["type"]] & props if res["type"] in passed else props
+    # each template but its parameters, as text: a name found there is used (dumped once, searched per image)
+    others += [yaml.safe_dump({k: v for k, v in data.items() if k != "parameters"}) for _, data in docs]
     out = {}
     for name in [str(i.get("name")) for i in (meta or {}).get("images") or [] if isinstance(i, dict)]:
         overridden, elsewhere = [], False
@@ -63,8 +65,6 @@ def unused(b: Any, given: dict[str, Any], meta: dict[str, Any] | None) -> dict[s
                     if gone:
                         overridden.append(pname)
                     elsewhere = elsewhere or not gone
-            rest = {k: v for k, v in data.items() if k != "parameters"}
-            elsewhere = elsewhere or name in yaml.safe_dump(rest)
         elsewhere = elsewhere or any(name in text for text in others)
         if overridden and not elsewhere:
             out[name] = f"not needed: the stack gives {', '.join(sorted(set(overridden)))} another value"

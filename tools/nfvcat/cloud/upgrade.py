@@ -424,8 +424,8 @@ def prepare(stacks: Stacks, root: Path, name: str, to: str | None, environments:
     b = bundle(target.template, target.environments(environments))
     params, clear = mapped_parameters(full, maps, given, b.template.get("parameters") or {})
     env = call(stacks.api, "GET", f"/stacks/{name}/{full['id']}/environment", f"stack environment {name}")
-    given = dict((env or {}).get("parameters") or {})  # what the stack was given (Heat keeps it on a PATCH)
-    kept = {k: v for k, v in given.items() if k not in clear}
+    had = dict((env or {}).get("parameters") or {})  # what the stack was given (Heat keeps it on a PATCH)
+    kept = {k: v for k, v in had.items() if k not in clear}
     images(target.meta, release_images.unused(b, {**kept, **(b.environment.get("parameters") or {}), **params},
                                               target.meta))
-    return plan(stacks, root, deployed, target, b, params, clear, maps, given), b, params, clear
+    return plan(stacks, root, deployed, target, b, params, clear, maps, had), b, params, clear
